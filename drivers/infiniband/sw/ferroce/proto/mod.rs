@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 protocol logic that needs only `core`.
+//!
+//! Every file under `proto/` is compiled twice: into the kernel module and into the host crate
+//! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
+
+pub(crate) mod psn;
+
+/// The IANA UDP destination port of RoCEv2.
+pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;

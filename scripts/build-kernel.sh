@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Configure and build the guest kernel with ferroce as rdma_rxe, plus the C rxe as an external
+# module, into a cache dir keyed by source version and config. Prints the build dir.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+tree=$("$FERROCE_ROOT/scripts/overlay.sh")
+fragment="$FERROCE_ROOT/scripts/kconfig/ferroce.config"
+need clang-19
+need bindgen
+need rustc
+
+# The key covers everything that decides the .config: source, fragments, toolchain.
+key=$({ echo "$tree"; cat "$fragment" "$tree/arch/x86/configs/x86_64_defconfig" \
+	"$tree/kernel/configs/kvm_guest.config"; clang-19 --version | head -n1; rustc --version;
+	bindgen --version; } | sha256sum | cut -c1-12)
+build="$FERROCE_CACHE/build/linux-$KVER-$key"
+kmake=(make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" -j"$(($(nproc) + 1))")
+mkdir -p "$build"
+
+# config_mismatches FRAGMENT CONFIG: the fragment's lines that CONFIG does not honour.
+config_mismatches() {
+	local line opt out=""
+	while read -r line; do
+		case "$line" in
+		CONFIG_*=*) grep -qxF "$line" "$2" || out+=" $line" ;;
+		"# CONFIG_"*" is not set")
+			opt=${line#\# }; opt=${opt%% *}
+			! grep -qE "^$opt=[ym]" "$2" || out+=" $opt=n" ;;
+		esac
+	done <"$1"
+	echo "${out# }"
+}
+
+if [ ! -f "$build/.ferroce-configured" ]; then
+	step "configure the kernel"
+	{
+		"${kmake[@]}" x86_64_defconfig
+		"$tree/scripts/kconfig/merge_config.sh" -m -O "$build" "$build/.config" \
+			"$tree/kernel/configs/kvm_guest.config" "$fragment"
+		"${kmake[@]}" olddefconfig
+	} >"$build/config.log" 2>&1 || { tail -n 20 "$build/config.log" >&2; die "kernel configuration failed"; }
+	# Every option the fragment asks for must have survived olddefconfig.
+	bad=$(config_mismatches "$fragment" "$build/.config")
+	[ -z "$bad" ] || die "config fragment not honoured: $bad"
+	"${kmake[@]}" rustavailable >"$build/rust.log" 2>&1 || { cat "$build/rust.log" >&2; die "Rust is not available to kbuild"; }
+	touch "$build/.ferroce-configured"
+fi
+
+step "build the kernel and modules"
+start=$SECONDS
+"${kmake[@]}" bzImage modules >"$build/build.log" 2>&1 \
+	|| { grep -E -A8 '^error|Error [0-9]' "$build/build.log" | head -n 40 >&2; tail -n 5 "$build/build.log" >&2; die "kernel build failed (log: $build/build.log)"; }
+echo "kernel build: $((SECONDS - start)) s" >&2
+[ -f "$build/drivers/infiniband/sw/ferroce/rdma_rxe.ko" ] || die "ferroce's rdma_rxe.ko was not built"
+
+step "build the C rxe as an external module"
+crxe="$build/rxe-c"
+mkdir -p "$crxe"
+rsync -rlc "$tree/drivers/infiniband/sw/rxe/" "$crxe/"
+make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$crxe" CONFIG_RDMA_RXE=m modules >"$build/rxe-c.log" 2>&1 \
+	|| { tail -n 20 "$build/rxe-c.log" >&2; die "C rxe build failed"; }
+[ -f "$crxe/rdma_rxe.ko" ] || die "C rxe's rdma_rxe.ko was not built"
+
+echo "$build" >"$FERROCE_CACHE/current-build"
+echo "$tree" >"$FERROCE_CACHE/current-tree"
+# Keep one older build beside this one, for a quick switch back; drop the rest.
+{ ls -dt "$FERROCE_CACHE"/build/linux-* | grep -vxF "$build" || true; } | tail -n +2 | xargs -r rm -rf
+echo "$build"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the cached ferroce kernel under QEMU with the host's userspace and run one shell command.
+# Streams the guest's output; exits with the command's status. A guest that outlives
+# GUEST_TIMEOUT (seconds) is killed, QEMU and all, and the run fails.
+#   usage: scripts/guest.sh '<shell command>'
+# Environment: GUEST_TIMEOUT (default 900), GUEST_RWDIR (a host folder the guest may write),
+# GUEST_CPUS (2), GUEST_MEM (2G), GUEST_QEMU_OPTS (extra QEMU options).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: $0 '<shell command>'" >&2; exit 2; }
+step "boot the guest"
+need vng
+need qemu-system-x86_64
+build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built yet (run make kernel)"
+[ -f "$build/arch/x86/boot/bzImage" ] || die "no bzImage in $build (run make kernel)"
+
+# KVM only where it works: /dev/kvm is there on machines whose CPU has no vmx/svm, and a KVM
+# guest then spins forever while decompressing.
+opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm)
+if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+	echo "guest: KVM" >&2
+else
+	echo "guest: TCG (no usable KVM: figures are ~50x slower than native)" >&2
+	opts+=(--disable-kvm)
+fi
+[ -n "${GUEST_RWDIR:-}" ] && opts+=(--rwdir "$GUEST_RWDIR")
+[ -n "${GUEST_QEMU_OPTS:-}" ] && opts+=(--qemu-opts "$GUEST_QEMU_OPTS")
+
+timeout=${GUEST_TIMEOUT:-900}
+# A session of its own, so the watchdog can kill vng and QEMU together.
+setsid vng "${opts[@]}" --exec "$1" </dev/null &
+pid=$!
+(
+	# Poll, so the watchdog is gone a second after the guest, not when the timeout ends.
+	for ((i = 0; i < timeout; i++)); do
+		sleep 1
+		kill -0 "$pid" 2>/dev/null || exit 0
+	done
+	echo "ferroce: step \"run in the guest\" failed: guest timed out after ${timeout} s" >&2
+	kill -TERM -- "-$pid" 2>/dev/null
+	sleep 5
+	kill -KILL -- "-$pid" 2>/dev/null
+) &
+watchdog=$!
+trap 'kill -KILL -- "-$pid" 2>/dev/null; kill "$watchdog" 2>/dev/null' INT TERM
+rc=0
+wait "$pid" || rc=$?
+kill "$watchdog" 2>/dev/null || true
+wait "$watchdog" 2>/dev/null || true
+# Nothing of this guest may outlive it.
+kill -KILL -- "-$pid" 2>/dev/null || true
+exit "$rc"

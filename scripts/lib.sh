@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers for ferroce's scripts. Source it; do not run it.
+
+FERROCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The cache lives outside the checkout so a fresh clone reuses the kernel build. Not under
+# /var/cache: virtme-ng hides that folder from the guest behind a tmpfs.
+FERROCE_CACHE=${FERROCE_CACHE:-/var/lib/ferroce}
+KVER=7.3.4
+KPKG=linux-source-7.3
+KPKG_VERSION=7.3.4-1~bpo13+1
+KPKG_SUITE=trixie-backports
+# SHA-256 of linux-source-7.3_7.3.4-1~bpo13+1_all.deb (as the signed archive index lists it).
+KPKG_SHA256=${KPKG_SHA256:-703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181ee3}
+LLVM_SUFFIX=-19
+BINDGEN_VERSION=0.72.1
+
+export PATH="$FERROCE_CACHE/bin:$FERROCE_CACHE/tools/bin:$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH:$FERROCE_CACHE/venv/bin"
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+
+# step NAME: names the step that a later `die` reports.
+step() {
+	FERROCE_STEP=$1
+	printf '==> %s\n' "$1" >&2
+}
+
+# die MESSAGE: one line naming the failed step, non-zero exit.
+die() {
+	printf 'ferroce: step "%s" failed: %s\n' "${FERROCE_STEP:-?}" "$*" >&2
+	exit 1
+}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "missing tool '$1' (run scripts/setup-toolchain.sh)"
+}
