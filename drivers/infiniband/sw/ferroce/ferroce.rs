@@ -28,7 +28,10 @@ struct Ferroce;
 
 impl kernel::Module for Ferroce {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("ferroce {VERSION} loaded (RoCEv2 on UDP port {})\n", proto::ROCE_V2_UDP_PORT);
+        pr_info!(
+            "ferroce {VERSION} loaded (RoCEv2 on UDP port {})\n",
+            proto::ROCE_V2_UDP_PORT
+        );
         Ok(Ferroce)
     }
 }

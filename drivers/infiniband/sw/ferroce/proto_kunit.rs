@@ -4,9 +4,16 @@
 //!
 //! The host crate tests the same files with `cargo test`; these prove the module's build of them.
 
+use kernel::prelude::*;
+
 #[kunit_tests(ferroce_proto)]
 mod tests {
-    use crate::proto::{psn::Psn, ROCE_V2_UDP_PORT};
+    use crate::proto::{
+        bth::{Bth, BthError},
+        icrc::{crc32_update, Icrc, ICRC_SEED},
+        psn::Psn,
+        ROCE_V2_UDP_PORT, //
+    };
 
     #[test]
     fn psn_wraps_and_orders() {
@@ -14,6 +21,39 @@ mod tests {
         assert_eq!(Psn::new(1).diff(Psn::new(0xff_ffff)), 2);
         assert!(Psn::new(0xff_fff0).before(Psn::new(0x10)));
         assert!(!Psn::new(0x10).before(Psn::new(0xff_fff0)));
+    }
+
+    #[test]
+    fn crc32_and_icrc_seed() {
+        assert_eq!(!crc32_update(!0, b"123456789"), 0xcbf4_3926);
+        assert_eq!(crc32_update(!0, &[0xff; 8]), ICRC_SEED);
+    }
+
+    #[test]
+    fn icrc_masks_ecn() {
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[1] = 0x02;
+        let udp = [0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00];
+        let bth = [0x04, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0x80, 0, 0, 7];
+        let before = Icrc::ipv4(&ip, &udp, &bth).finish();
+        ip[1] = 0x03;
+        assert_eq!(Icrc::ipv4(&ip, &udp, &bth).finish(), before);
+    }
+
+    #[test]
+    fn bth_round_trip() {
+        let cnp = [0x81, 0, 0xff, 0xff, 0x40, 0, 0, 0xd2, 0, 0, 0, 0];
+        let bth = Bth::parse(&cnp);
+        assert!(bth.is_ok());
+        if let Ok(bth) = bth {
+            assert!(bth.becn);
+            assert_eq!(bth.dest_qpn, 0xd2);
+            let mut out = [0u8; 12];
+            bth.write(&mut out);
+            assert_eq!(out, cnp);
+        }
+        assert_eq!(Bth::parse(&cnp[..4]), Err(BthError::Truncated));
     }
 
     #[test]

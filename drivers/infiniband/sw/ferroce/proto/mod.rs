@@ -5,6 +5,8 @@
 //! Every file under `proto/` is compiled twice: into the kernel module and into the host crate
 //! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
 
+pub(crate) mod bth;
+pub(crate) mod icrc;
 pub(crate) mod psn;
 
 /// The IANA UDP destination port of RoCEv2.
