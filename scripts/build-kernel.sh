@@ -7,12 +7,15 @@ set -euo pipefail
 
 tree=$("$FERROCE_ROOT/scripts/overlay.sh")
 fragment="$FERROCE_ROOT/scripts/kconfig/ferroce.config"
+# FERROCE_KCONFIG_EXTRA: another fragment merged last (make bench uses bench.config).
+extra=${FERROCE_KCONFIG_EXTRA:-}
+[ -z "$extra" ] || [ -f "$extra" ] || die "no config fragment $extra"
 need clang-19
 need bindgen
 need rustc
 
 # The key covers everything that decides the .config: source, fragments, toolchain.
-key=$({ echo "$tree"; cat "$fragment" "$tree/arch/x86/configs/x86_64_defconfig" \
+key=$({ echo "$tree"; cat "$fragment" $extra "$tree/arch/x86/configs/x86_64_defconfig" \
 	"$tree/kernel/configs/kvm_guest.config"; clang-19 --version | head -n1; rustc --version;
 	bindgen --version; } | sha256sum | cut -c1-12)
 build="$FERROCE_CACHE/build/linux-$KVER-$key"
@@ -38,11 +41,19 @@ if [ ! -f "$build/.ferroce-configured" ]; then
 	{
 		"${kmake[@]}" x86_64_defconfig
 		"$tree/scripts/kconfig/merge_config.sh" -m -O "$build" "$build/.config" \
-			"$tree/kernel/configs/kvm_guest.config" "$fragment"
+			"$tree/kernel/configs/kvm_guest.config" "$fragment" $extra
 		"${kmake[@]}" olddefconfig
 	} >"$build/config.log" 2>&1 || { tail -n 20 "$build/config.log" >&2; die "kernel configuration failed"; }
 	# Every option the fragment asks for must have survived olddefconfig.
-	bad=$(config_mismatches "$fragment" "$build/.config")
+	# The extra fragment wins over the main one for the options it names.
+	expected="$build/expected.config"
+	if [ -n "$extra" ]; then
+		grep -vwF -f <(grep -oE 'CONFIG_[A-Z0-9_]+' "$extra") "$fragment" >"$expected" || true
+		cat "$extra" >>"$expected"
+	else
+		cp "$fragment" "$expected"
+	fi
+	bad=$(config_mismatches "$expected" "$build/.config")
 	[ -z "$bad" ] || die "config fragment not honoured: $bad"
 	"${kmake[@]}" rustavailable >"$build/rust.log" 2>&1 || { cat "$build/rust.log" >&2; die "Rust is not available to kbuild"; }
 	touch "$build/.ferroce-configured"
