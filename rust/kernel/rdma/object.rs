@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs objects that the RDMA core allocates: the C struct first, the provider's data after it.
+//!
+//! For `ib_pd`, `ib_ucontext`, `ib_cq`, `ib_qp` and the like the core `kzalloc`s
+//! `ops.size_ib_*` bytes, calls the provider's create callback, and after the destroy callback
+//! frees the memory itself (`INIT_RDMA_OBJ_SIZE` in C).
+
+use crate::{prelude::*, types::Opaque};
+use core::{alloc::Layout, mem::offset_of};
+
+/// A core-allocated object: C struct `C` at offset 0, then the provider's `D`.
+///
+/// # Invariants
+///
+/// Once `init` has succeeded and until `drop_data`, `data` is initialised and pinned.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct CoreObject<C, D> {
+    #[pin]
+    c: Opaque<C>,
+    #[pin]
+    data: D,
+}
+
+impl<C, D> CoreObject<C, D> {
+    /// The size to put in `ops.size_ib_*`: kmalloc returns memory aligned to at least the
+    /// padded size's natural alignment for the small alignments used here.
+    pub(crate) const ALLOC_SIZE: usize = {
+        let layout = Layout::new::<Self>();
+        assert!(layout.align() <= crate::bindings::ARCH_KMALLOC_MINALIGN as usize);
+        assert!(offset_of!(Self, c) == 0);
+        layout.size()
+    };
+
+    fn data_ptr(c: *mut C) -> *mut D {
+        // The C struct is at offset 0 of `Self`.
+        let this = c.cast::<Self>();
+        // SAFETY: `this` points into an allocation of `ALLOC_SIZE` bytes, so the field
+        // projection stays in bounds.
+        unsafe { &raw mut (*this).data }
+    }
+
+    /// Initialises the provider data in place.
+    ///
+    /// # Safety
+    ///
+    /// `c` points to a zeroed allocation of at least [`Self::ALLOC_SIZE`] bytes that stays put
+    /// until the matching [`Self::drop_data`]. On error nothing needs dropping.
+    pub(crate) unsafe fn init(c: *mut C, init: impl PinInit<D, Error>) -> Result {
+        // SAFETY: Per the safety requirement the slot is valid, and it is pinned.
+        unsafe { pin_init::raw_try_init(Self::data_ptr(c), init) }
+    }
+
+    /// Returns the provider data.
+    ///
+    /// # Safety
+    ///
+    /// `c` was initialised by [`Self::init`] and not yet passed to [`Self::drop_data`], and stays
+    /// so for `'a`.
+    pub(crate) unsafe fn data<'a>(c: *mut C) -> &'a D {
+        // SAFETY: Per the safety requirement `data` is initialised and alive for `'a`.
+        unsafe { &*Self::data_ptr(c) }
+    }
+
+    /// Drops the provider data; the core frees the memory afterwards.
+    ///
+    /// # Safety
+    ///
+    /// `c` was initialised by [`Self::init`], and this is the last use of its data.
+    pub(crate) unsafe fn drop_data(c: *mut C) {
+        // SAFETY: Per the safety requirement `data` is initialised and no longer used.
+        unsafe { core::ptr::drop_in_place(Self::data_ptr(c)) };
+    }
+}

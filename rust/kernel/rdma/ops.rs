@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The provider's operations (`struct ib_device_ops`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{
+    attr::{DeviceAttrs, PortAttrs, PortImmutable},
+    device::Device,
+    pd,
+    ucontext, //
+};
+use crate::{bindings, error::from_result, module::this_module, prelude::*};
+use core::marker::PhantomData;
+
+/// An RDMA provider: the types and callbacks behind its `ib_device_ops`.
+///
+/// Optional methods that a provider leaves out stay `NULL` in the table, so the RDMA core answers
+/// `EOPNOTSUPP` for them.
+#[vtable]
+pub trait Driver: Sized + 'static {
+    /// Per-device private data, dropped when the core frees the device.
+    type Data: Send + Sync;
+    /// Per-user-context data.
+    type Ucontext: Send + Sync;
+    /// Per-protection-domain data.
+    type Pd: Send + Sync;
+
+    /// The `enum rdma_driver_id` that rdma-core matches its provider on.
+    const DRIVER_ID: u32;
+    /// The driver-specific uverbs ABI version.
+    const UVERBS_ABI_VER: u32;
+
+    /// Reports device attributes.
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
+
+    /// Reports the attributes of `port`. Called without `RTNL`.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs>;
+
+    /// Reports what never changes about `port`.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// Returns the P_Key at `index`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+
+    /// Creates a user context (one per open of the uverbs device).
+    fn alloc_ucontext(dev: &Device<Self>) -> impl PinInit<Self::Ucontext, Error>;
+
+    /// Creates a protection domain.
+    fn alloc_pd(dev: &Device<Self>) -> impl PinInit<Self::Pd, Error>;
+
+    /// Cuts a user context off the device (the device is going away, or moving to another
+    /// network namespace, while the process keeps its file open). Without it, open user contexts
+    /// pin the provider module and the device cannot change namespace.
+    fn disassociate_ucontext(_ctx: &Self::Ucontext) {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Called once the device is registered, before clients attach.
+    fn enable_driver(_dev: &Device<Self>) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
+pub(crate) struct OpsVTable<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> OpsVTable<T> {
+    /// # Safety
+    ///
+    /// `ibdev` is a registered device created by [`Device::<T>::register`].
+    unsafe extern "C" fn query_device(
+        ibdev: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core passes a valid, exclusive `attr`.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw(ibdev), &mut *attr) };
+            T::query_device(dev)?.write_to(attr);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As for `query_device`.
+    unsafe extern "C" fn query_port(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core passes a valid, zeroed, exclusive `attr`.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw(ibdev), &mut *attr) };
+            T::query_port(dev, port)?.write_to(attr);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As for `query_device`.
+    unsafe extern "C" fn get_port_immutable(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core passes a valid, exclusive `imm`.
+            let (dev, imm) = unsafe { (Device::<T>::from_raw(ibdev), &mut *imm) };
+            let p = T::port_immutable(dev, port)?;
+            imm.pkey_tbl_len = p.pkey_tbl_len;
+            imm.gid_tbl_len = p.gid_tbl_len;
+            imm.core_cap_flags = p.core_cap_flags;
+            imm.max_mad_size = p.max_mad_size;
+            Ok(0)
+        })
+    }
+
+    /// RoCE ports are Ethernet.
+    ///
+    /// # Safety
+    ///
+    /// Any arguments are accepted; none is dereferenced.
+    unsafe extern "C" fn get_link_layer(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> bindings::rdma_link_layer {
+        bindings::rdma_link_layer::IB_LINK_LAYER_ETHERNET
+    }
+
+    /// # Safety
+    ///
+    /// As for `query_device`; `pkey` is valid for writes.
+    unsafe extern "C" fn query_pkey(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            let dev = unsafe { Device::<T>::from_raw(ibdev) };
+            let value = T::query_pkey(dev, port, index)?;
+            // SAFETY: Per the safety requirement.
+            unsafe { pkey.write(value) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ctx` was allocated by the core with `size_ib_ucontext` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn alloc_ucontext(
+        ctx: *mut bindings::ib_ucontext,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { ucontext::init::<T>(ctx)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ctx` was initialised by `alloc_ucontext`; the core frees it after this returns.
+    unsafe extern "C" fn dealloc_ucontext(ctx: *mut bindings::ib_ucontext) {
+        // SAFETY: Per the safety requirement.
+        unsafe { ucontext::drop_data::<T>(ctx) };
+    }
+
+    /// # Safety
+    ///
+    /// `ctx` was initialised by `alloc_ucontext` and is not yet deallocated.
+    unsafe extern "C" fn disassociate_ucontext(ctx: *mut bindings::ib_ucontext) {
+        // SAFETY: Per the safety requirement.
+        T::disassociate_ucontext(unsafe { ucontext::data::<T>(ctx) });
+    }
+
+    /// # Safety
+    ///
+    /// `pd` was allocated by the core with `size_ib_pd` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { pd::init::<T>(pd)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` was initialised by `alloc_pd`; the core frees it after this returns 0.
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Per the safety requirement.
+        unsafe { pd::drop_data::<T>(pd) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// As for `query_device`.
+    unsafe extern "C" fn enable_driver(ibdev: *mut bindings::ib_device) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            T::enable_driver(unsafe { Device::<T>::from_raw(ibdev) })?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by `ib_dealloc_device()` exactly once, before the core frees `ibdev`.
+    unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
+        // SAFETY: Per the safety requirement.
+        unsafe { Device::<T>::drop_data(ibdev) };
+    }
+
+    const VTABLE: bindings::ib_device_ops = bindings::ib_device_ops {
+        owner: this_module::<T::OwnerModule>().as_ptr(),
+        driver_id: T::DRIVER_ID,
+        uverbs_abi_ver: T::UVERBS_ABI_VER,
+        query_device: Some(Self::query_device),
+        query_port: Some(Self::query_port),
+        get_port_immutable: Some(Self::get_port_immutable),
+        get_link_layer: Some(Self::get_link_layer),
+        query_pkey: Some(Self::query_pkey),
+        alloc_ucontext: Some(Self::alloc_ucontext),
+        dealloc_ucontext: Some(Self::dealloc_ucontext),
+        disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
+            Some(Self::disassociate_ucontext)
+        } else {
+            None
+        },
+        alloc_pd: Some(Self::alloc_pd),
+        dealloc_pd: Some(Self::dealloc_pd),
+        enable_driver: if T::HAS_ENABLE_DRIVER {
+            Some(Self::enable_driver)
+        } else {
+            None
+        },
+        dealloc_driver: Some(Self::dealloc_driver),
+        size_ib_ucontext: ucontext::alloc_size::<T>(),
+        size_ib_pd: pd::alloc_size::<T>(),
+        ..pin_init::zeroed()
+    };
+
+    /// Returns the ops table; the core copies it into each device.
+    pub(crate) const fn build() -> &'static bindings::ib_device_ops {
+        &Self::VTABLE
+    }
+}
