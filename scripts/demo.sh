@@ -17,14 +17,14 @@ ip link add veth0 type veth peer name veth1
 ip addr add 192.0.2.1/24 dev veth0
 ip link set veth0 up
 ip link set veth1 up
-if rdma link add fer0 type rxe netdev veth0; then
-	rdma link show
-	echo "== ibv_devinfo"
-	ibv_devinfo -d fer0
-	rdma link del fer0
-else
-	echo "(ferroce does not register the rxe link type yet: the ib_device comes with issue 3)"
-fi
+rdma link add fer0 type rxe netdev veth0 || { echo "rdma link add failed"; exit 1; }
+rdma link show
+rdma dev show fer0
+echo "== ibv_devices"
+ibv_devices
+echo "== ibv_devinfo -v -d fer0"
+ibv_devinfo -v -d fer0 | grep -vE '^\s+(max_|page_size|fw_ver|hw_ver)' | head -n 40
+rdma link del fer0
 ip link del veth0
 
 echo "== modprobe -r rdma_rxe"

@@ -69,6 +69,12 @@ for t in "$selftests"/ferroce/*.sh; do
 	run_kselftest selftests.ferroce 300 "$t"
 done
 
+# The kernel's own rxe selftests, unmodified, against ferroce: those that need neither the UDP
+# 4791 sockets nor the data path, which ferroce does not have yet.
+for t in rxe_netns_names.sh; do
+	run_kselftest selftests.rdma.ferroce 400 "$selftests/rdma/$t"
+done
+
 # The kernel's own rxe selftests, unmodified, against the C rxe: modprobe loads it instead of ours.
 mkdir -p /run/modprobe.d
 echo "install rdma_rxe /sbin/insmod $c_rxe" >/run/modprobe.d/ferroce-c-rxe.conf

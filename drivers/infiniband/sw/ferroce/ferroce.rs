@@ -4,40 +4,63 @@
 //!
 //! It is a drop-in for the C rxe driver: same module name, link type, driver id and user ABI.
 
-use kernel::prelude::*;
+use kernel::{
+    net::notifier::NetdevNotifier,
+    prelude::*,
+    rdma::{device::DriverDevices, link::LinkRegistration},
+};
 
-// The data path will use the protocol logic; until then only the KUnit suites do.
-#[cfg_attr(not(CONFIG_KUNIT), expect(dead_code))]
+mod device;
+mod limits;
+// Parts of the protocol logic wait for the data path; KUnit and the host crate test them now.
+#[expect(dead_code)]
 mod proto;
 
 #[cfg(CONFIG_KUNIT)]
 mod proto_kunit;
 
+use device::Ferroce;
+
 /// The driver version, logged on load.
-const VERSION: &str = "0.1.0";
+const VERSION: &str = "0.2.0";
 
 module! {
-    type: Ferroce,
+    type: FerroceModule,
     name: "rdma_rxe",
     authors: ["The ferroce developers"],
     description: "ferroce: Soft RDMA over Converged Ethernet (RoCEv2) provider in Rust",
     license: "GPL",
+    alias: ["rdma-link-rxe"],
 }
 
-struct Ferroce;
+/// Module state. Fields drop in order: no new links, then every device goes, then the
+/// notifier (unregistering it replays events for every netdev, so no device may be left).
+#[pin_data(PinnedDrop)]
+struct FerroceModule {
+    #[pin]
+    link: LinkRegistration<Ferroce>,
+    devices: DriverDevices<Ferroce>,
+    #[pin]
+    notifier: NetdevNotifier<Ferroce>,
+}
 
-impl kernel::Module for Ferroce {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+impl kernel::InPlaceModule for FerroceModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         pr_info!(
             "ferroce {VERSION} loaded (RoCEv2 on UDP port {})\n",
             proto::ROCE_V2_UDP_PORT
         );
-        Ok(Ferroce)
+        try_pin_init!(Self {
+            notifier <- NetdevNotifier::register(),
+            devices: DriverDevices::new(),
+            link <- LinkRegistration::register(),
+        })
     }
 }
 
-impl Drop for Ferroce {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for FerroceModule {
+    fn drop(self: Pin<&mut Self>) {
         pr_info!("ferroce {VERSION} unloaded\n");
     }
 }

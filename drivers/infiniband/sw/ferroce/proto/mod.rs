@@ -6,7 +6,9 @@
 //! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
 
 pub(crate) mod bth;
+pub(crate) mod eui64;
 pub(crate) mod icrc;
+pub(crate) mod mtu;
 pub(crate) mod psn;
 
 /// The IANA UDP destination port of RoCEv2.

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One ferroce device: a RoCEv2 port over a netdev, created by `rdma link add`.
+
+use crate::{
+    limits,
+    proto::{eui64, mtu}, //
+};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::{
+    net::{
+        netdevice::{LinkType, NetDevice},
+        notifier::{NetdevEvent, NetdevNotifierHandler},
+    },
+    prelude::*,
+    rdma::{
+        attr::{
+            core_cap, driver_id, port_cap, uverbs_cmd, DeviceAttrs, Mtu, PhysState, PortAttrs,
+            PortImmutable, PortState, MGMT_MAD_SIZE,
+        },
+        device::{Device, DeviceOptions},
+        link::LinkOps,
+        ops::Driver,
+    },
+    time::{delay::fsleep, Delta},
+};
+
+/// The rdma_rxe uverbs ABI version that rdma-core's rxe provider expects.
+const RXE_UVERBS_ABI_VERSION: u32 = 2;
+
+/// The ferroce provider.
+pub(crate) struct Ferroce;
+
+/// Per-device state. The netdev is the core's to hold (`ib_device_set_netdev`).
+pub(crate) struct FerroceDevice {
+    /// Active IB MTU in bytes, following the netdev MTU.
+    ib_mtu: AtomicU32,
+    guid: [u8; 8],
+}
+
+impl FerroceDevice {
+    fn set_link_mtu(&self, link_mtu: u32) {
+        self.ib_mtu
+            .store(mtu::ib_mtu_for_link(link_mtu), Ordering::Relaxed);
+    }
+}
+
+/// Per-user-context state (nothing yet: no mmap'd objects).
+pub(crate) struct Ucontext;
+
+/// Per-protection-domain state (nothing yet: no memory regions).
+pub(crate) struct Pd;
+
+#[vtable]
+impl Driver for Ferroce {
+    type Data = FerroceDevice;
+    type Ucontext = Ucontext;
+    type Pd = Pd;
+
+    const DRIVER_ID: u32 = driver_id::RXE;
+    const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs> {
+        Ok(DeviceAttrs {
+            sys_image_guid: u64::from_ne_bytes(dev.data().guid),
+            ..limits::DEVICE_LIMITS
+        })
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs> {
+        check_port(port)?;
+        let data = dev.data();
+        let nd = dev.netdev(port).ok_or(ENODEV)?;
+        let (state, phys_state) = if nd.is_running_with_carrier() {
+            (PortState::Active, PhysState::LinkUp)
+        } else if nd.is_up() {
+            (PortState::Down, PhysState::Polling)
+        } else {
+            (PortState::Down, PhysState::Disabled)
+        };
+        // Speed comes from ethtool; a netdev without it (veth) reports its default.
+        let (active_speed, active_width) = dev.eth_speed(port)?;
+        Ok(PortAttrs {
+            state,
+            phys_state,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: Mtu::from_bytes(data.ib_mtu.load(Ordering::Relaxed))?,
+            phys_mtu: nd.mtu(),
+            gid_tbl_len: limits::GID_TABLE_LEN,
+            port_cap_flags: port_cap::CM_SUP,
+            max_msg_sz: limits::MAX_MSG_SIZE,
+            pkey_tbl_len: limits::PKEY_TABLE_LEN,
+            max_vl_num: 1,
+            active_width,
+            active_speed,
+        })
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
+        check_port(port)?;
+        Ok(PortImmutable {
+            pkey_tbl_len: limits::PKEY_TABLE_LEN.into(),
+            gid_tbl_len: limits::GID_TABLE_LEN,
+            core_cap_flags: core_cap::PORT_IBA_ROCE_UDP_ENCAP,
+            max_mad_size: MGMT_MAD_SIZE,
+        })
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        check_port(port)?;
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(limits::DEFAULT_PKEY)
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>) -> impl PinInit<Self::Ucontext, Error> {
+        Ok(Ucontext)
+    }
+
+    fn alloc_pd(_dev: &Device<Self>) -> impl PinInit<Self::Pd, Error> {
+        Ok(Pd)
+    }
+
+    fn disassociate_ucontext(_ctx: &Self::Ucontext) {
+        // Nothing of a context is mapped into user space yet, so nothing needs revoking.
+    }
+
+    fn enable_driver(dev: &Device<Self>) -> Result {
+        let nd = dev.netdev(1).ok_or(ENODEV)?;
+        // The core reports later port changes itself; this is the initial state.
+        dev.dispatch_port_state(&nd);
+        pr_info!("{}: added on {}\n", dev.name(), nd.name());
+        Ok(())
+    }
+}
+
+fn check_port(port: u32) -> Result {
+    if port == 1 {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+/// Serialises `rdma link add`, so that two racing adds on one netdev cannot both pass the
+/// "already has a device" check. Link creation is rare; a sleeping try-lock is enough.
+static NEWLINK_BUSY: AtomicBool = AtomicBool::new(false);
+
+struct NewlinkGuard;
+
+impl NewlinkGuard {
+    fn lock() -> Self {
+        while NEWLINK_BUSY
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            fsleep(Delta::from_millis(1));
+        }
+        NewlinkGuard
+    }
+}
+
+impl Drop for NewlinkGuard {
+    fn drop(&mut self) {
+        NEWLINK_BUSY.store(false, Ordering::Release);
+    }
+}
+
+impl LinkOps for Ferroce {
+    const TYPE: &'static CStr = c"rxe";
+
+    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+        if netdev.is_vlan() {
+            pr_warn!(
+                "{}: refusing VLAN device {}: add the link on its real device\n",
+                name,
+                netdev.name()
+            );
+            return Err(EPERM);
+        }
+        match netdev.link_type() {
+            LinkType::Ether | LinkType::RawIp => {}
+            other => {
+                pr_warn!(
+                    "{}: refusing {}: not an Ethernet or IP device ({:?})\n",
+                    name,
+                    netdev.name(),
+                    other
+                );
+                return Err(EINVAL);
+            }
+        }
+        let _guard = NewlinkGuard::lock();
+        if let Some(existing) = Device::<Ferroce>::get_by_netdev(netdev) {
+            pr_warn!(
+                "{}: {} already has device {}\n",
+                name,
+                netdev.name(),
+                existing.name()
+            );
+            return Err(EEXIST);
+        }
+        let guid = match netdev.mac_addr() {
+            Some(mac) => eui64::from_mac(mac),
+            // CAST: Interface indexes are positive.
+            None => eui64::from_ifindex(netdev.ifindex() as u32),
+        };
+        let data = FerroceDevice {
+            ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
+            guid,
+        };
+        let opts = DeviceOptions {
+            name,
+            netdev,
+            node_guid: guid,
+            node_desc: b"ferroce",
+            uverbs_cmd_mask: uverbs_cmd::POST_SEND | uverbs_cmd::REQ_NOTIFY_CQ,
+        };
+        Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))
+    }
+}
+
+impl NetdevNotifierHandler for Ferroce {
+    fn event(netdev: &NetDevice, event: NetdevEvent) {
+        let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) else {
+            return;
+        };
+        match event {
+            // Also a move to another namespace: the device goes, as with C rxe.
+            NetdevEvent::Unregister => dev.unregister_queued(),
+            NetdevEvent::ChangeMtu => dev.data().set_link_mtu(netdev.mtu()),
+            // Port up/down events come from the RDMA core's own netdev notifier.
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a ferroce device advertises: the one table of limits and capabilities.
+//!
+//! Only what the driver implements, or is built to implement next, is advertised; the values
+//! follow C rxe's where the two agree (rdma-core and applications size resources from them).
+
+use kernel::rdma::attr::{device_cap, kernel_cap, DeviceAttrs};
+
+/// IEEE OUI-less vendor id, as rxe reports (rdma-core does not match on it).
+const VENDOR_ID: u32 = 0x00ff_ffff;
+
+/// Device attributes; `sys_image_guid` is filled per device.
+pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
+    fw_ver: 0,
+    sys_image_guid: 0,
+    max_mr_size: u64::MAX,
+    page_size_cap: 0xffff_f000,
+    vendor_id: VENDOR_ID,
+    vendor_part_id: 0,
+    hw_ver: 0,
+    max_qp: (1 << 20) - 16,
+    max_qp_wr: 1 << 14,
+    device_cap_flags: device_cap::RC_RNR_NAK_GEN
+        | device_cap::PORT_ACTIVE_EVENT
+        | device_cap::SYS_IMAGE_GUID,
+    kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
+    max_send_sge: 32,
+    max_recv_sge: 32,
+    max_sge_rd: 32,
+    max_cq: 1 << 20,
+    max_cqe: (1 << 15) - 1,
+    max_mr: (1 << 19) - 1,
+    max_pd: 1 << 20,
+    max_qp_rd_atom: 128,
+    max_res_rd_atom: 0x3f000,
+    max_qp_init_rd_atom: 128,
+    // No memory windows, multicast, SRQ or fast registration: not implemented.
+    max_mw: 0,
+    max_mcast_grp: 0,
+    max_mcast_qp_attach: 0,
+    max_total_mcast_qp_attach: 0,
+    max_ah: (1 << 15) - 1,
+    max_srq: 0,
+    max_srq_wr: 0,
+    max_srq_sge: 0,
+    max_fast_reg_page_list_len: 0,
+    max_pkeys: 1,
+    local_ca_ack_delay: 15,
+};
+
+/// GID table entries per port.
+pub(crate) const GID_TABLE_LEN: i32 = 1024;
+/// P_Key table entries per port: only the default P_Key.
+pub(crate) const PKEY_TABLE_LEN: u16 = 1;
+/// The default (full-membership) P_Key.
+pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
+/// Largest message, bytes.
+pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;

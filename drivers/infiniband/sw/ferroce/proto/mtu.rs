@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which IB MTU fits a link MTU.
+
+/// Bytes of headers a RoCEv2 packet may carry besides its payload, as rxe counts them:
+/// IPv6 (40) + UDP (8) + BTH (12) + the largest extension headers (16) + ICRC (4).
+pub(crate) const ROCE_MAX_HDR_LEN: u32 = 80;
+
+/// IB MTU sizes, in bytes, from the largest down.
+const IB_MTUS: [u32; 5] = [4096, 2048, 1024, 512, 256];
+
+/// The largest IB MTU (in bytes) whose packets fit `link_mtu`; 256 if none does.
+pub(crate) fn ib_mtu_for_link(link_mtu: u32) -> u32 {
+    let room = link_mtu.saturating_sub(ROCE_MAX_HDR_LEN);
+    IB_MTUS.into_iter().find(|&m| m <= room).unwrap_or(256)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ib_mtu_for_link;
+
+    #[test]
+    fn rxe_compatible_mtus() {
+        assert_eq!(ib_mtu_for_link(1500), 1024);
+        assert_eq!(ib_mtu_for_link(9000), 4096);
+        assert_eq!(ib_mtu_for_link(4176), 4096);
+        assert_eq!(ib_mtu_for_link(4175), 2048);
+        assert_eq!(ib_mtu_for_link(1104), 1024);
+        assert_eq!(ib_mtu_for_link(1103), 512);
+        assert_eq!(ib_mtu_for_link(68), 256);
+        assert_eq!(ib_mtu_for_link(0), 256);
+    }
+}
