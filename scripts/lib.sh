@@ -14,7 +14,7 @@ KPKG_SHA256=${KPKG_SHA256:-703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039
 LLVM_SUFFIX=-19
 BINDGEN_VERSION=0.72.1
 
-export PATH="$FERROCE_CACHE/bin:$FERROCE_CACHE/tools/bin:$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH:$FERROCE_CACHE/venv/bin"
+export PATH="$FERROCE_CACHE/bin:$FERROCE_CACHE/tools/bin:${HOME:-/root}/.cargo/bin:/usr/lib/llvm-19/bin:$PATH:$FERROCE_CACHE/venv/bin"
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 
 # step NAME: names the step that a later `die` reports.
