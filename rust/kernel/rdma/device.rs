@@ -120,6 +120,7 @@ impl<T: Driver> Device<T> {
             ib.name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             let n = opts.node_desc.len().min(ib.node_desc.len() - 1);
             for (d, s) in ib.node_desc.iter_mut().zip(&opts.node_desc[..n]) {
+                // CAST: A byte of text; `c_char` has the same size.
                 *d = *s as c_char;
             }
             // INVARIANT: The ops name `T`'s module as owner.

@@ -43,8 +43,8 @@ unsafe impl<T: LinkOps> Send for LinkRegistration<T> {}
 unsafe impl<T: LinkOps> Sync for LinkRegistration<T> {}
 
 impl<T: LinkOps> LinkRegistration<T> {
-    /// Registers the link type. A type that is already registered is refused with `EEXIST`
-    /// (the core would only warn).
+    /// Registers the link type. A type that is already registered is refused with `EEXIST`,
+    /// after the core's warning.
     pub fn register() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ops <- Opaque::try_ffi_init(|slot: *mut bindings::rdma_link_ops| {
@@ -57,7 +57,15 @@ impl<T: LinkOps> LinkRegistration<T> {
                     });
                     bindings::rdma_link_register(slot);
                 }
-                Ok::<(), Error>(())
+                // The core skips (with a warning) a type that is already registered, leaving
+                // `list` unlinked; then there is nothing to unregister on drop either.
+                // SAFETY: `slot` was initialised above; the core links `list` under its lock
+                // before `rdma_link_register` returns, and a linked `next` is never NULL again
+                // (a concurrent registration may change it, hence the volatile read).
+                if unsafe { core::ptr::read_volatile(&raw const (*slot).list.next) }.is_null() {
+                    return Err(EEXIST);
+                }
+                Ok(())
             }),
             _t: PhantomData,
         })
