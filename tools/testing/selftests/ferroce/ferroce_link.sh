@@ -23,7 +23,7 @@ ktap_print_header
 for c in rdma ibv_devinfo ibv_devices ip; do
 	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 14
+ktap_set_plan 15
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fv0 type veth peer name fv1 || ktap_exit_fail_msg "cannot create veth"
@@ -62,6 +62,18 @@ port_active_with_roce_v2_gids() {
 	wait_for sh -c "ibv_devinfo -d fer0 -v | grep -q 'GID\[.*\]:.*192.0.2.1, RoCE v2'"
 }
 ktap_test_result "port ACTIVE, MTU 1024, RoCE v2 GIDs from the netdev" port_active_with_roce_v2_gids
+
+gid_present() { ibv_devinfo -d fer0 -v | grep -q "GID\[.*\]:.*$1, RoCE v2"; }
+gids_follow_addresses() {
+	ip addr add 2001:db8::1/64 dev fv0 nodad || return 1
+	wait_for gid_present 2001:db8::1 || return 1
+	ip addr del 192.0.2.1/24 dev fv0
+	wait_for sh -c "! ibv_devinfo -d fer0 -v | grep -q '192.0.2.1, RoCE v2'" || return 1
+	ip addr add 192.0.2.1/24 dev fv0
+	ip addr del 2001:db8::1/64 dev fv0
+	wait_for gid_present 192.0.2.1
+}
+ktap_test_result "RoCE v2 GIDs follow the netdev's IPv4 and IPv6 addresses" gids_follow_addresses
 
 link_and_dev_agree() {
 	rdma link show fer0/1 | grep -q 'state ACTIVE' &&
