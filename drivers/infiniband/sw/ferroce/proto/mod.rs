@@ -9,6 +9,8 @@ pub(crate) mod bth;
 pub(crate) mod eui64;
 pub(crate) mod icrc;
 pub(crate) mod mtu;
+pub(crate) mod opcode;
+pub(crate) mod packet;
 pub(crate) mod psn;
 
 /// The IANA UDP destination port of RoCEv2.
