@@ -21,4 +21,5 @@ pub mod link;
 mod object;
 pub mod ops;
 mod pd;
+pub mod stats;
 mod ucontext;

@@ -4,10 +4,14 @@
 //!
 //! C header: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
 
+use super::namespace::Namespace;
 use crate::{
     bindings,
     prelude::*,
-    sync::aref::AlwaysRefCounted,
+    sync::{
+        aref::{ARef, AlwaysRefCounted},
+        rcu,
+    },
     types::Opaque, //
 };
 use core::ptr::NonNull;
@@ -65,6 +69,15 @@ impl NetDevice {
     pub fn ifindex(&self) -> i32 {
         // SAFETY: By the type invariant the device is valid; `ifindex` is fixed once registered.
         unsafe { (*self.as_raw()).ifindex }
+    }
+
+    /// Returns the namespace the device is in now, with a reference held; `None` if that
+    /// namespace is being dismantled.
+    pub fn net(&self) -> Option<ARef<Namespace>> {
+        let _rcu = rcu::read_lock();
+        // SAFETY: By the type invariant the device is valid; under RCU the namespace it points
+        // to is not freed even if the device moves away concurrently.
+        unsafe { Namespace::try_get(bindings::dev_net_rcu(self.as_raw())) }
     }
 
     /// Returns the current MTU. It may change at any time (`NETDEV_CHANGEMTU`).

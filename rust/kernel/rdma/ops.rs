@@ -8,6 +8,7 @@ use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     device::Device,
     pd,
+    stats::{self, StatDesc},
     ucontext, //
 };
 use crate::{bindings, error::from_result, module::this_module, prelude::*};
@@ -53,6 +54,14 @@ pub trait Driver: Sized + 'static {
     /// network namespace, while the process keeps its file open). Without it, open user contexts
     /// pin the provider module and the device cannot change namespace.
     fn disassociate_ucontext(_ctx: &Self::Ucontext) {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The port counters [`Driver::port_stats`] fills, in order.
+    const PORT_STATS: &'static [StatDesc] = &[];
+
+    /// Fills `values` (one per [`Driver::PORT_STATS`] entry) with the counters of `port`.
+    fn port_stats(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -206,6 +215,33 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// Any arguments are accepted; none is dereferenced.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        stats::alloc(T::PORT_STATS)
+    }
+
+    /// # Safety
+    ///
+    /// As for `query_device`; `hw` came from `alloc_hw_port_stats` and the core holds its lock.
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        hw: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            let (dev, values) = unsafe { (Device::<T>::from_raw(ibdev), stats::values(hw)) };
+            T::port_stats(dev, port, values)?;
+            Ok(c_int::try_from(values.len())?)
+        })
+    }
+
+    /// # Safety
+    ///
     /// As for `query_device`.
     unsafe extern "C" fn enable_driver(ibdev: *mut bindings::ib_device) -> c_int {
         from_result(|| {
@@ -247,6 +283,16 @@ impl<T: Driver> OpsVTable<T> {
             None
         },
         dealloc_driver: Some(Self::dealloc_driver),
+        alloc_hw_port_stats: if T::HAS_PORT_STATS {
+            Some(Self::alloc_hw_port_stats)
+        } else {
+            None
+        },
+        get_hw_stats: if T::HAS_PORT_STATS {
+            Some(Self::get_hw_stats)
+        } else {
+            None
+        },
         size_ib_ucontext: ucontext::alloc_size::<T>(),
         size_ib_pd: pd::alloc_size::<T>(),
         ..pin_init::zeroed()

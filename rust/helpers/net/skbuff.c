@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include <linux/skbuff.h>
+
+__rust_helper void rust_helper_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+__rust_helper int rust_helper_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+__rust_helper unsigned char *rust_helper_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+__rust_helper unsigned int rust_helper_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}

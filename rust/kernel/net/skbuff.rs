@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket buffers (`struct sk_buff`).
+//!
+//! C header: [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h)
+
+use super::netdevice::NetDevice;
+use crate::{bindings, error::to_result, prelude::*};
+use core::ptr::NonNull;
+
+/// An owned socket buffer; dropping it frees it as a drop (`kfree_skb`), [`SkBuff::consume`]
+/// frees it as consumed.
+///
+/// # Invariants
+///
+/// The pointer is a valid `sk_buff` that this object exclusively owns.
+pub struct SkBuff(NonNull<bindings::sk_buff>);
+
+impl SkBuff {
+    /// Takes ownership of `skb`.
+    ///
+    /// # Safety
+    ///
+    /// `skb` is valid and the caller hands over its reference.
+    pub unsafe fn from_raw(skb: NonNull<bindings::sk_buff>) -> Self {
+        // INVARIANT: Per the safety requirement.
+        Self(skb)
+    }
+
+    fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+
+    /// Total length of the data, from `data` on, including paged fragments.
+    pub fn len(&self) -> u32 {
+        // SAFETY: By the type invariant the skb is valid.
+        unsafe { (*self.as_raw()).len }
+    }
+
+    /// Whether the skb holds no data.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The device the packet arrived on (or leaves by), if any.
+    pub fn dev(&self) -> Option<&NetDevice> {
+        // SAFETY: By the type invariant the skb is valid. A received skb holds no device
+        // reference, but the device cannot finish unregistering while the RX path that owns the
+        // skb runs (it is under RCU), and a `SkBuff` does not outlive that path's callee.
+        let dev = unsafe {
+            (*self.as_raw())
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .dev
+        };
+        // SAFETY: As above.
+        NonNull::new(dev).map(|d| unsafe { NetDevice::from_raw(d.as_ptr()) })
+    }
+
+    /// Moves all data into the linear area, so that [`Self::network_and_data`] sees it all.
+    pub fn linearize(&mut self) -> Result {
+        // SAFETY: By the type invariant we own the skb.
+        to_result(unsafe { bindings::skb_linearize(self.as_raw()) })
+    }
+
+    /// Returns the bytes from the network header to the end of the linear area, and the offset
+    /// of `data` within them. `None` if the network header lies after `data` (or is unset:
+    /// its `~0` offset puts it beyond the buffer).
+    pub fn network_and_data(&self) -> Option<(&[u8], usize)> {
+        let skb = self.as_raw();
+        // SAFETY: By the type invariant the skb is valid; the header pointers and `headlen`
+        // describe its linear area, which stays put while we own it and nobody else writes it.
+        unsafe {
+            let net = bindings::skb_network_header(skb);
+            let data = (*skb).data;
+            let before = usize::try_from(data.offset_from(net)).ok()?;
+            let headlen = bindings::skb_headlen(skb) as usize;
+            Some((core::slice::from_raw_parts(net, before + headlen), before))
+        }
+    }
+
+    /// Frees the skb as consumed: it was delivered, not dropped.
+    pub fn consume(self) {
+        let skb = self.as_raw();
+        core::mem::forget(self);
+        // SAFETY: We owned the skb and give it up.
+        unsafe { bindings::consume_skb(skb) };
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the skb.
+        unsafe { bindings::kfree_skb(self.as_raw()) };
+    }
+}
+
+// SAFETY: An owned skb may be handed to and freed on any CPU.
+unsafe impl Send for SkBuff {}
