@@ -24,6 +24,19 @@ if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
 	failed=$((failed + 1))
 fi
 
+step "host tests (roce_inject.py)"
+log="$run_dir/roce-inject-test.log"
+rc=0
+python3 "$FERROCE_ROOT/tools/testing/selftests/ferroce/roce_inject_test.py" -v >"$log" 2>&1 || rc=$?
+cat "$log"
+n=$(sed -nE 's/^Ran ([0-9]+) tests? .*/\1/p' "$log")
+if [ "$rc" -eq 0 ] && [ -n "$n" ] && [ "$n" -gt 0 ]; then
+	passed=$((passed + n))
+else
+	f=$(grep -cE '\.\.\. (FAIL|ERROR)$' "$log" || true)
+	failed=$((failed + (f > 0 ? f : 1)))
+fi
+
 step "build the kernel"
 build=$("$FERROCE_ROOT/scripts/build-kernel.sh")
 tree=$(cat "$FERROCE_CACHE/current-tree")

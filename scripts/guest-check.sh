@@ -69,9 +69,9 @@ for t in "$selftests"/ferroce/*.sh; do
 	run_kselftest selftests.ferroce 300 "$t"
 done
 
-# The kernel's own rxe selftests, unmodified, against ferroce: those that need neither the UDP
-# 4791 sockets nor the data path, which ferroce does not have yet.
-for t in rxe_netns_names.sh; do
+# The kernel's own rxe selftests, unmodified, against ferroce: those that do not need the data
+# path (queue pairs), which ferroce does not have yet.
+for t in rxe_netns_names.sh rxe_socket_with_netns.sh rxe_test_NETDEV_UNREGISTER.sh; do
 	run_kselftest selftests.rdma.ferroce 400 "$selftests/rdma/$t"
 done
 

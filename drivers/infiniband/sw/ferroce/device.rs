@@ -3,7 +3,9 @@
 //! One ferroce device: a RoCEv2 port over a netdev, created by `rdma link add`.
 
 use crate::{
+    counters::{Counters, DESCS},
     limits,
+    net::PortsUse,
     proto::{eui64, mtu}, //
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,6 +23,7 @@ use kernel::{
         device::{Device, DeviceOptions},
         link::LinkOps,
         ops::Driver,
+        stats::StatDesc,
     },
     time::{delay::fsleep, Delta},
 };
@@ -36,6 +39,9 @@ pub(crate) struct FerroceDevice {
     /// Active IB MTU in bytes, following the netdev MTU.
     ib_mtu: AtomicU32,
     guid: [u8; 8],
+    pub(crate) counters: Counters,
+    /// Keeps the namespace's UDP port open while the device exists.
+    _ports: PortsUse,
 }
 
 impl FerroceDevice {
@@ -120,6 +126,14 @@ impl Driver for Ferroce {
 
     fn alloc_pd(_dev: &Device<Self>) -> impl PinInit<Self::Pd, Error> {
         Ok(Pd)
+    }
+
+    const PORT_STATS: &'static [StatDesc] = &DESCS;
+
+    fn port_stats(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result {
+        check_port(port)?;
+        dev.data().counters.read_into(values);
+        Ok(())
     }
 
     fn disassociate_ucontext(_ctx: &Self::Ucontext) {
@@ -209,6 +223,8 @@ impl LinkOps for Ferroce {
         let data = FerroceDevice {
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
+            counters: Counters::new(),
+            _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {
             name,

@@ -5,19 +5,22 @@
 //! It is a drop-in for the C rxe driver: same module name, link type, driver id and user ABI.
 
 use kernel::{
-    net::notifier::NetdevNotifier,
+    net::{namespace::PernetRegistration, notifier::NetdevNotifier},
     prelude::*,
     rdma::{device::DriverDevices, link::LinkRegistration},
 };
 
+mod counters;
 mod device;
 mod limits;
+mod net;
 // Parts of the protocol logic wait for the data path; KUnit and the host crate test them now.
 #[expect(dead_code)]
 mod proto;
 
 #[cfg(CONFIG_KUNIT)]
 mod proto_kunit;
+mod recv;
 
 use device::Ferroce;
 
@@ -34,7 +37,8 @@ module! {
 }
 
 /// Module state. Fields drop in order: no new links, then every device goes, then the
-/// notifier (unregistering it replays events for every netdev, so no device may be left).
+/// notifier (unregistering it replays events for every netdev, so no device may be left), then
+/// the per-namespace sockets.
 #[pin_data(PinnedDrop)]
 struct FerroceModule {
     #[pin]
@@ -42,6 +46,8 @@ struct FerroceModule {
     devices: DriverDevices<Ferroce>,
     #[pin]
     notifier: NetdevNotifier<Ferroce>,
+    #[pin]
+    sockets: PernetRegistration<net::RoceNet>,
 }
 
 impl kernel::InPlaceModule for FerroceModule {
@@ -51,6 +57,7 @@ impl kernel::InPlaceModule for FerroceModule {
             proto::ROCE_V2_UDP_PORT
         );
         try_pin_init!(Self {
+            sockets <- PernetRegistration::register(),
             notifier <- NetdevNotifier::register(),
             devices: DriverDevices::new(),
             link <- LinkRegistration::register(),

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Port counters, shown by `rdma statistic` and in sysfs `hw_counters`.
+//!
+//! The first seventeen carry C rxe's names and meaning, so existing scripts keep working; the
+//! `rcvd_drop_*` ones count each reason a received packet was dropped.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::rdma::stats::StatDesc;
+
+macro_rules! counters {
+    ($($variant:ident => $name:literal,)*) => {
+        /// One port counter.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        #[allow(dead_code, reason = "most are set by the data path (queue pairs), still to come")]
+        pub(crate) enum Counter {
+            $(
+                $variant,
+            )*
+        }
+
+        /// The counters' names, in [`Counter`] order.
+        pub(crate) static DESCS: [StatDesc; Counter::COUNT] = [$(StatDesc::new($name),)*];
+
+        impl Counter {
+            /// How many counters there are.
+            pub(crate) const COUNT: usize = [$(stringify!($variant),)*].len();
+        }
+    };
+}
+
+counters! {
+    SentPkts => c"sent_pkts",
+    RcvdPkts => c"rcvd_pkts",
+    DuplicateRequest => c"duplicate_request",
+    OutOfSeqRequest => c"out_of_seq_request",
+    RcvdRnrErr => c"rcvd_rnr_err",
+    SendRnrErr => c"send_rnr_err",
+    RcvdSeqErr => c"rcvd_seq_err",
+    AckDeferred => c"ack_deferred",
+    RetryExceededErr => c"retry_exceeded_err",
+    RetryRnrExceededErr => c"retry_rnr_exceeded_err",
+    CompleterRetryErr => c"completer_retry_err",
+    SendErr => c"send_err",
+    LinkDowned => c"link_downed",
+    RdmaSends => c"rdma_sends",
+    RdmaRecvs => c"rdma_recvs",
+    SentBytes => c"sent_bytes",
+    RcvdBytes => c"rcvd_bytes",
+    DropIcrc => c"rcvd_drop_bad_icrc",
+    DropTruncated => c"rcvd_drop_truncated",
+    DropBadHeader => c"rcvd_drop_bad_header",
+    DropUnknownOpcode => c"rcvd_drop_unknown_opcode",
+    DropBadLength => c"rcvd_drop_bad_length",
+    DropBadQpn => c"rcvd_drop_bad_qpn",
+    DropNoMem => c"rcvd_drop_nomem",
+}
+
+/// A device's counters. Plain atomics: a few increments per packet, read rarely.
+pub(crate) struct Counters([AtomicU64; Counter::COUNT]);
+
+impl Counters {
+    pub(crate) const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; Counter::COUNT])
+    }
+
+    pub(crate) fn inc(&self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.0[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Copies the values, in [`Counter`] order, into `out`.
+    pub(crate) fn read_into(&self, out: &mut [u64]) {
+        for (o, c) in out.iter_mut().zip(self.0.iter()) {
+            *o = c.load(Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# ferroce's receive path against crafted RoCEv2 packets: the UDP 4791 sockets (per namespace,
+# IPv4 and IPv6, opened with the first device and closed with the last), and malformed packets
+# from a raw socket in a peer namespace, each dropped and counted by reason in `rdma statistic`.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+INJECT="$(cd "$(dirname "$0")" && pwd)/roce_inject.py"
+
+A=ferroce_rx_a
+B=ferroce_rx_b
+cleanup() {
+	rdma link del fer0 2>/dev/null
+	rdma link del fer1 2>/dev/null
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+}
+trap cleanup EXIT
+
+ktap_print_header
+[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+for c in rdma ip ss python3; do
+	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
+done
+ktap_set_plan 12
+
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
+ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
+ip -n "$A" addr add 10.70.0.1/24 dev va
+ip -n "$B" addr add 10.70.0.2/24 dev vb
+ip -n "$A" addr add fd70::1/64 dev va nodad
+ip -n "$B" addr add fd70::2/64 dev vb nodad
+ip -n "$A" link set va up
+ip -n "$B" link set vb up
+
+# listening NS FAMILY: whether UDP 4791 is bound in NS (4 or 6).
+listening() { ip netns exec "$1" ss -Huln -"$2" sport = :4791 | grep -q 4791; }
+
+# counter NAME: the value `rdma statistic` shows for fer0 port 1.
+counter() {
+	rdma statistic show link fer0/1 | awk -v n="$1" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
+}
+
+# sends CASE COUNTER [N] [ARGS...]: injecting CASE N times (from B) raises COUNTER by exactly N
+# and no other drop counter.
+sends() {
+	local case=$1 name=$2 n=${3:-1} before after total_before total_after
+	shift 3 2>/dev/null || shift $#
+	before=$(counter "$name")
+	total_before=$(drops)
+	ip netns exec "$B" python3 "$INJECT" --src 10.70.0.2 --dst 10.70.0.1 --count "$n" "$@" "$case" \
+		>/dev/null || return 1
+	# Reception is asynchronous to the sender; give softirq a moment.
+	for _ in $(seq 25); do
+		after=$(counter "$name")
+		[ "$((after - before))" -ge "$n" ] && break
+		sleep 0.2
+	done
+	total_after=$(drops)
+	echo "# $case: $name $before -> $after, all drops $total_before -> $total_after"
+	[ "$((after - before))" -eq "$n" ] && [ "$((total_after - total_before))" -eq "$n" ]
+}
+drops() {
+	rdma statistic show link fer0/1 | awk '{s = 0; for (i = 1; i < NF; i++) if ($i ~ /^rcvd_drop_/) s += $(i + 1); print s}'
+}
+
+opens_sockets_in_its_namespace() {
+	! listening "$A" 4 || return 1
+	ip netns exec "$A" rdma link add fer0 type rxe netdev va || return 1
+	listening "$A" 4 && listening "$A" 6 || return 1
+	# Only in that namespace.
+	! listening "$B" 4
+}
+ktap_test_result "rdma link add opens UDP 4791 (IPv4 and IPv6) in the netdev's namespace" \
+	opens_sockets_in_its_namespace
+
+counters_listed() {
+	local c
+	for c in rcvd_pkts sent_pkts rcvd_drop_bad_icrc rcvd_drop_truncated rcvd_drop_bad_qpn; do
+		[ -n "$(counter "$c")" ] || return 1
+	done
+	[ -r /sys/class/infiniband/fer0/ports/1/hw_counters/rcvd_drop_bad_icrc ]
+}
+ktap_test_result "rdma statistic and sysfs hw_counters list the port counters" counters_listed
+
+ktap_test_result "a well-formed packet for an unknown QPN is dropped as bad_qpn" \
+	sends good rcvd_drop_bad_qpn 1
+ktap_test_result "a bad ICRC is dropped and counted" sends bad_icrc rcvd_drop_bad_icrc 3
+truncated() {
+	sends truncated rcvd_drop_truncated 2 && sends short_icrc rcvd_drop_truncated 2
+}
+ktap_test_result "packets shorter than BTH+ICRC are dropped as truncated" truncated
+ktap_test_result "an unknown opcode is dropped and counted" \
+	sends unknown_opcode rcvd_drop_unknown_opcode 2
+ktap_test_result "a BTH with transport version 1 is dropped as a bad header" \
+	sends bad_version rcvd_drop_bad_header 2
+bad_lengths() {
+	sends bad_pad rcvd_drop_bad_length 1 && sends bad_length rcvd_drop_bad_length 1
+}
+ktap_test_result "pad beyond the payload, or payload on a READ request, is a bad length" \
+	bad_lengths
+ipv6_received() {
+	local before after
+	before=$(counter rcvd_drop_bad_qpn)
+	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 good >/dev/null || return 1
+	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 bad_icrc >/dev/null || return 1
+	sleep 0.5
+	after=$(counter rcvd_drop_bad_qpn)
+	[ "$((after - before))" -eq 1 ]
+}
+ktap_test_result "IPv6 packets are received and their ICRC checked" ipv6_received
+
+flood_of_everything() {
+	local before after
+	before=$(drops)
+	ip netns exec "$B" python3 "$INJECT" --src 10.70.0.2 --dst 10.70.0.1 --count 200 all \
+		>/dev/null || return 1
+	sleep 1
+	after=$(drops)
+	echo "# drops $before -> $after"
+	# 13 cases, 200 each; every one is dropped once (none reaches a QP: there are none yet).
+	[ "$((after - before))" -eq 2600 ] && lsmod | grep -q '^rdma_rxe '
+}
+ktap_test_result "2600 mixed malformed packets: each dropped and counted once" flood_of_everything
+
+second_device_shares_then_last_closes() {
+	ip -n "$A" link add vc type veth peer name vd || return 1
+	ip -n "$A" link set vc up
+	ip netns exec "$A" rdma link add fer1 type rxe netdev vc || return 1
+	rdma link del fer0 || return 1
+	listening "$A" 4 || return 1
+	rdma link del fer1 || return 1
+	! listening "$A" 4 && ! listening "$A" 6
+}
+ktap_test_result "devices share a namespace's sockets; the last one closes them" \
+	second_device_shares_then_last_closes
+
+namespace_teardown_closes() {
+	ip netns exec "$A" rdma link add fer0 type rxe netdev va || return 1
+	listening "$A" 4 || return 1
+	ip netns del "$A" || return 1
+	local i
+	for i in $(seq 50); do
+		rdma dev show fer0 >/dev/null 2>&1 || break
+		sleep 0.2
+	done
+	! rdma dev show fer0 >/dev/null 2>&1 && modprobe -r rdma_rxe
+}
+ktap_test_result "deleting the namespace removes the device, and the module unloads" \
+	namespace_teardown_closes
+
+ktap_finished

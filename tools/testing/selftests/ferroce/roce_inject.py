@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Send crafted RoCEv2 packets (UDP port 4791) from a raw socket.
+
+Selftests use it to check how a receiver handles well-formed and malformed packets:
+
+    roce_inject.py --src 10.0.0.2 --dst 10.0.0.1 [--qpn Q] [--psn P] CASE
+
+With --print, each packet is written to stdout as "CASE HEX" (the whole IP packet) instead of
+being sent, which needs no privileges.
+"""
+
+import argparse
+import ipaddress
+import socket
+import struct
+import sys
+import zlib
+
+ROCE_PORT = 4791
+IP_ID = 0x1234
+TTL = 64
+BTH_LEN = 12
+IPV4_HDR_LEN = 20
+IPV6_HDR_LEN = 40
+
+RC_SEND_ONLY = 0x04
+RC_SEND_ONLY_IMM = 0x05
+RC_RDMA_WRITE_ONLY = 0x0a
+RC_RDMA_READ_REQUEST = 0x0c
+RC_ACKNOWLEDGE = 0x11
+UD_SEND_ONLY = 0x64
+CNP = 0x81
+UNKNOWN_OPCODE = 0x1f
+
+BAD_QPN = 0xabcdef
+PAYLOAD = bytes(range(16))
+
+
+def bth(opcode, qpn, psn, pad=0, tver=0, se=False, ackreq=False, becn=False, pkey=0xffff):
+    """Base transport header, 12 bytes."""
+    byte1 = se << 7 | (pad & 3) << 4 | (tver & 0xf)
+    return struct.pack("!BBHII", opcode, byte1, pkey,
+                       becn << 30 | (qpn & 0xffffff), ackreq << 31 | (psn & 0xffffff))
+
+
+def reth(va, rkey, length):
+    """RDMA extended transport header, 16 bytes."""
+    return struct.pack("!QII", va, rkey, length)
+
+
+def deth(qkey, src_qpn):
+    """Datagram extended transport header, 8 bytes."""
+    return struct.pack("!II", qkey, src_qpn & 0xffffff)
+
+
+def aeth(syndrome, msn):
+    """ACK extended transport header, 4 bytes."""
+    return struct.pack("!I", syndrome << 24 | (msn & 0xffffff))
+
+
+def transport(opcode, qpn, psn, ext=b"", payload=b"", pad=None, **kw):
+    """BTH, extension headers, payload and pad bytes; pad=N sets the BTH count but adds no bytes."""
+    pad_bytes = b""
+    if pad is None:
+        pad = -len(payload) % 4
+        pad_bytes = bytes(pad)
+    return bth(opcode, qpn, psn, pad=pad, **kw) + ext + payload + pad_bytes
+
+
+def inet_checksum(data):
+    """RFC 1071 ones' complement sum."""
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def ip_header(src, dst, udp_len, tos):
+    """IPv4 header (fixed ID, DF, TTL 64, checksum) or the IPv6 header the kernel will build."""
+    if src.version == 4:
+        hdr = struct.pack("!BBHHHBBH4s4s", 0x45, tos, IPV4_HDR_LEN + udp_len, IP_ID, 0x4000,
+                          TTL, socket.IPPROTO_UDP, 0, src.packed, dst.packed)
+        return hdr[:10] + struct.pack("!H", inet_checksum(hdr)) + hdr[12:]
+    return struct.pack("!IHBB16s16s", 6 << 28 | tos << 20, udp_len, socket.IPPROTO_UDP, TTL,
+                       src.packed, dst.packed)
+
+
+def icrc(ip, udp, rest):
+    """RoCEv2 invariant CRC over IP, UDP, BTH (variant fields masked) and what follows the BTH."""
+    ip = bytearray(ip)
+    if len(ip) == IPV4_HDR_LEN:
+        ip[1] = ip[8] = ip[10] = ip[11] = 0xff  # TOS, TTL, header checksum
+    else:
+        ip[0] |= 0x0f  # traffic class and flow label, then hop limit
+        ip[1:4] = b"\xff\xff\xff"
+        ip[7] = 0xff
+    masked = bytes(8 * [0xff]) + ip + udp[:6] + b"\xff\xff" + rest[:4] + b"\xff" + rest[5:]
+    return zlib.crc32(masked) & 0xffffffff
+
+
+def frame(args, body, with_icrc=True, flip=False):
+    """Full IP packet around a transport body; appends the ICRC (one bit flipped if flip)."""
+    src, dst = ipaddress.ip_address(args.src), ipaddress.ip_address(args.dst)
+    udp_len = 8 + len(body) + (4 if with_icrc else 0)
+    ip = ip_header(src, dst, udp_len, args.tos)
+    udp = struct.pack("!HHHH", args.sport, ROCE_PORT, udp_len, 0)
+    if with_icrc:
+        crc = icrc(ip, udp, body) ^ (1 if flip else 0)
+        body += struct.pack("<I", crc)
+    if src.version == 6:
+        pseudo = src.packed + dst.packed + struct.pack("!IxxxB", udp_len, socket.IPPROTO_UDP)
+        csum = inet_checksum(pseudo + udp + body) or 0xffff
+        udp = udp[:6] + struct.pack("!H", csum)
+    return ip + udp + body
+
+
+def build(case, args):
+    """The packet for one CASE."""
+    q, p = args.qpn, args.psn
+
+    def good(qpn=q, psn=p, **kw):
+        return transport(RC_SEND_ONLY, qpn, psn, payload=PAYLOAD, ackreq=True, **kw)
+
+    if case == "good":
+        return frame(args, good())
+    if case == "good_ud":
+        return frame(args, transport(UD_SEND_ONLY, q, p, ext=deth(args.qkey, 0x11),
+                                     payload=PAYLOAD))
+    if case == "bad_icrc":
+        return frame(args, good(), flip=True)
+    if case == "truncated":
+        return frame(args, good()[:8], with_icrc=False)
+    if case == "short_icrc":
+        return frame(args, good()[:BTH_LEN + 2], with_icrc=False)
+    if case == "unknown_opcode":
+        return frame(args, transport(UNKNOWN_OPCODE, q, p, payload=PAYLOAD, ackreq=True))
+    if case == "bad_version":
+        return frame(args, good(tver=1))
+    if case == "bad_qpn":
+        return frame(args, good(qpn=BAD_QPN))
+    if case == "bad_pad":
+        return frame(args, transport(RC_SEND_ONLY, q, p, payload=PAYLOAD[:2], pad=3))
+    if case == "bad_length":
+        return frame(args, transport(RC_RDMA_READ_REQUEST, q, p, ext=reth(0x1000, 0x1234, 64),
+                                     payload=PAYLOAD[:8], ackreq=True))
+    if case == "ack_unsolicited":
+        return frame(args, transport(RC_ACKNOWLEDGE, q, p, ext=aeth(0x1f, 0)))
+    if case == "cnp":
+        return frame(args, transport(CNP, q, 0, ext=bytes(16), becn=True))
+    if case == "psn_far":
+        return frame(args, good(psn=(p + 0x800000) & 0xffffff))
+    raise ValueError(case)
+
+
+CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opcode",
+         "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
+
+
+def open_socket(args):
+    """Raw socket: IPv4 with our own IP header, or IPv6 UDP with the kernel's IPv6 header."""
+    try:
+        if ipaddress.ip_address(args.src).version == 4:
+            return socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    except PermissionError:
+        sys.exit("roce_inject: need CAP_NET_RAW (run as root)")
+    try:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, args.tos)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, TTL)
+        s.bind((args.src, 0))  # the ICRC covers the source address: it must be this one
+    except OSError as e:
+        sys.exit(f"roce_inject: cannot use source {args.src}: {e.strerror}")
+    return s
+
+
+def int_arg(s):
+    """Integer in any base (0x.. accepted)."""
+    return int(s, 0)
+
+
+def parse_args(argv):
+    """Command line; also checks addresses and field ranges."""
+    ap = argparse.ArgumentParser(description="Send crafted RoCEv2 packets from a raw socket.")
+    ap.add_argument("--src", required=True, help="source IP address (IPv4 or IPv6)")
+    ap.add_argument("--dst", required=True, help="destination IP address")
+    ap.add_argument("--count", type=int_arg, default=1, help="times each packet is sent")
+    ap.add_argument("--qpn", type=int_arg, default=0x11, help="destination QPN (default 0x11)")
+    ap.add_argument("--psn", type=int_arg, default=0, help="PSN (default 0)")
+    ap.add_argument("--tos", type=int_arg, default=0, help="IPv4 TOS / IPv6 traffic class")
+    ap.add_argument("--sport", type=int_arg, default=0xc001, help="UDP source port")
+    ap.add_argument("--qkey", type=int_arg, default=0, help="Q_Key of good_ud (default 0)")
+    ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
+    ap.add_argument("case", choices=CASES + ["all"])
+    args = ap.parse_args(argv)
+    try:
+        src, dst = ipaddress.ip_address(args.src), ipaddress.ip_address(args.dst)
+    except ValueError as e:
+        ap.error(str(e))
+    if src.version != dst.version:
+        ap.error("--src and --dst must both be IPv4 or both IPv6")
+    for name, lim in (("qpn", 1 << 24), ("psn", 1 << 24), ("tos", 1 << 8),
+                      ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31)):
+        if not 0 <= getattr(args, name) < lim:
+            ap.error(f"--{name} out of range")
+    return args
+
+
+def main(argv=None):
+    """Build, then print or send, each requested case."""
+    args = parse_args(argv)
+    cases = CASES if args.case == "all" else [args.case]
+    packets = [(c, build(c, args)) for c in cases]
+    if args.print:
+        for c, pkt in packets:
+            print(c, pkt.hex())
+        return 0
+    sock = open_socket(args)
+    v4 = ipaddress.ip_address(args.src).version == 4
+    with sock:
+        for c, pkt in packets:
+            data = pkt if v4 else pkt[IPV6_HDR_LEN:]
+            try:
+                for _ in range(args.count):
+                    sock.sendto(data, (args.dst, 0))
+            except OSError as e:
+                sys.exit(f"roce_inject: {c}: sendto {args.dst}: {e.strerror}")
+            if args.case == "all":
+                print(c, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

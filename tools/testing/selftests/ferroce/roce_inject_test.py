@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host unit tests of roce_inject.py: packet layout and ICRC, no root needed."""
+
+import contextlib
+import io
+import os
+import socket
+import struct
+import sys
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import roce_inject as ri  # noqa: E402
+
+ARGS4 = ["--src", "10.0.0.2", "--dst", "10.0.0.1"]
+ARGS6 = ["--src", "fd00::2", "--dst", "fd00::1"]
+
+# Values produced by the driver's own ICRC (tools/ferroce-proto api::icrc_ipv4, i.e.
+# drivers/infiniband/sw/ferroce/proto/icrc.rs) on the same bytes.
+RUST_ICRC_SAMPLE = 0x31dcadf2  # icrc.rs tests' sample_ipv4() with 16 bytes of 0x5a
+RUST_ICRC_GOOD = 0x9d8ffbc7  # "good" with ARGS4 and default options
+
+# case: (UDP payload length, opcode, BTH pad count, TVer, valid ICRC)
+SHAPES = {
+    "good": (12 + 16 + 4, 0x04, 0, 0, True),
+    "good_ud": (12 + 8 + 16 + 4, 0x64, 0, 0, True),
+    "bad_icrc": (12 + 16 + 4, 0x04, 0, 0, False),
+    "truncated": (8, 0x04, 0, 0, False),
+    "short_icrc": (14, 0x04, 0, 0, False),
+    "unknown_opcode": (12 + 16 + 4, 0x1f, 0, 0, True),
+    "bad_version": (12 + 16 + 4, 0x04, 0, 1, True),
+    "bad_qpn": (12 + 16 + 4, 0x04, 0, 0, True),
+    "bad_pad": (12 + 2 + 4, 0x04, 3, 0, True),
+    "bad_length": (12 + 16 + 8 + 4, 0x0c, 0, 0, True),
+    "ack_unsolicited": (12 + 4 + 4, 0x11, 0, 0, True),
+    "cnp": (12 + 16 + 4, 0x81, 0, 0, True),
+    "psn_far": (12 + 16 + 4, 0x04, 0, 0, True),
+}
+
+
+def build(case, argv=ARGS4):
+    """Packet of one case for the given command line options."""
+    return ri.build(case, ri.parse_args(argv + [case]))
+
+
+def split(pkt):
+    """(IP header, UDP header, UDP payload)."""
+    n = ri.IPV4_HDR_LEN if pkt[0] >> 4 == 4 else ri.IPV6_HDR_LEN
+    return pkt[:n], pkt[n:n + 8], pkt[n + 8:]
+
+
+def icrc_ok(pkt):
+    """Whether the trailer is the ICRC of the rest of the packet."""
+    ip, udp, pay = split(pkt)
+    return struct.unpack("<I", pay[-4:])[0] == ri.icrc(ip, udp, pay[:-4])
+
+
+class IcrcTest(unittest.TestCase):
+    def test_matches_driver_on_its_sample(self):
+        ip = bytes([0x45, 0x02, 0x00, 0x3c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0xab, 0xcd,
+                    192, 0, 2, 1, 192, 0, 2, 2])
+        udp = bytes([0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00])
+        bth = bytes([0x04, 0x00, 0xff, 0xff, 0, 0, 0, 0x11, 0x80, 0, 0, 0x07])
+        self.assertEqual(ri.icrc(ip, udp, bth + b"\x5a" * 16), RUST_ICRC_SAMPLE)
+
+    def test_matches_driver_on_good(self):
+        self.assertEqual(build("good")[-4:], struct.pack("<I", RUST_ICRC_GOOD))
+
+    def test_masked_fields_do_not_matter(self):
+        base = build("good")
+        ce = build("good", ARGS4 + ["--tos", "0x03"])
+        self.assertNotEqual(base[1], ce[1])
+        self.assertEqual(base[-4:], ce[-4:])
+        self.assertNotEqual(build("good", ARGS4 + ["--sport", "0xc002"])[-4:], base[-4:])
+
+    def test_ipv6_masks_class_and_hop_limit(self):
+        pkt = bytearray(build("good", ARGS6))
+        self.assertTrue(icrc_ok(pkt))
+        pkt[0:4] = b"\x6f\xff\xff\xff"
+        pkt[7] = 1
+        self.assertTrue(icrc_ok(pkt))
+
+
+class ShapeTest(unittest.TestCase):
+    def check_headers(self, pkt, case):
+        ip, udp, pay = split(pkt)
+        sport, dport, ulen, csum = struct.unpack("!HHHH", udp)
+        self.assertEqual((sport, dport, ulen), (0xc001, 4791, 8 + len(pay)), case)
+        if len(ip) == 20:
+            self.assertEqual(ip[0], 0x45)
+            self.assertEqual(struct.unpack("!H", ip[2:4])[0], len(pkt))
+            self.assertEqual(ip[4:10], b"\x12\x34\x40\x00\x40\x11")  # ID, DF, TTL, UDP
+            self.assertEqual(ri.inet_checksum(ip), 0)
+            self.assertEqual(csum, 0)
+        else:
+            self.assertEqual(struct.unpack("!HBB", ip[4:8]), (ulen, 17, 64))
+            pseudo = ip[8:40] + struct.pack("!IxxxB", ulen, 17)
+            self.assertEqual(ri.inet_checksum(pseudo + udp + pay), 0)
+            self.assertNotEqual(csum, 0)
+
+    def check_shape(self, argv):
+        for case, (ulen, op, pad, tver, valid) in SHAPES.items():
+            pkt = build(case, argv)
+            self.check_headers(pkt, case)
+            pay = split(pkt)[2]
+            self.assertEqual(len(pay), ulen, case)
+            self.assertEqual(pay[0], op, case)
+            if len(pay) >= 12:
+                self.assertEqual((pay[1] >> 4) & 3, pad, case)
+                self.assertEqual(pay[1] & 0xf, tver, case)
+            if len(pay) >= 16:
+                self.assertEqual(icrc_ok(pkt), valid, case)
+
+    def test_ipv4(self):
+        self.check_shape(ARGS4)
+
+    def test_ipv6(self):
+        self.check_shape(ARGS6)
+
+    def test_bth_fields(self):
+        argv = ARGS4 + ["--qpn", "0x123456", "--psn", "0x7ffffe"]
+        bth = split(build("good", argv))[2][:12]
+        self.assertEqual(bth, bytes([0x04, 0, 0xff, 0xff, 0, 0x12, 0x34, 0x56,
+                                     0x80, 0x7f, 0xff, 0xfe]))
+        self.assertEqual(split(build("bad_qpn", argv))[2][5:8], b"\xab\xcd\xef")
+        self.assertEqual(split(build("psn_far", argv))[2][9:12], b"\xff\xff\xfe")
+        self.assertEqual(split(build("cnp", argv))[2][4], 0x40)  # BECN
+        self.assertEqual(split(build("cnp", argv))[2][12:28], bytes(16))
+
+    def test_ext_headers(self):
+        ud = split(build("good_ud", ARGS4 + ["--qkey", "0x80010000"]))[2]
+        self.assertEqual(ud[12:20], b"\x80\x01\x00\x00\x00\x00\x00\x11")
+        rd = split(build("bad_length"))[2]
+        self.assertEqual(struct.unpack("!QII", rd[12:28])[2], 64)
+        self.assertEqual(split(build("ack_unsolicited"))[2][12:16], b"\x1f\x00\x00\x00")
+
+    def test_bad_icrc_differs_only_in_one_icrc_bit(self):
+        good, bad = build("good"), build("bad_icrc")
+        self.assertEqual(len(good), len(bad))
+        self.assertEqual(good[:-4], bad[:-4])
+        diff = int.from_bytes(good[-4:], "little") ^ int.from_bytes(bad[-4:], "little")
+        self.assertEqual(bin(diff).count("1"), 1)
+
+
+class CliTest(unittest.TestCase):
+    def run_main(self, argv):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = ri.main(argv)
+        return rc, out.getvalue().splitlines()
+
+    def test_print_all_in_order(self):
+        rc, lines = self.run_main(ARGS4 + ["--print", "all"])
+        self.assertEqual(rc, 0)
+        self.assertEqual([ln.split()[0] for ln in lines], ri.CASES)
+        self.assertEqual(bytes.fromhex(lines[0].split()[1]), build("good"))
+
+    def test_bad_arguments(self):
+        for argv in (["--src", "10.0.0.2", "--dst", "fd00::1", "good"],
+                     ARGS4 + ["--qpn", "0x1000000", "good"], ARGS4 + ["nonsense"]):
+            with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as cm:
+                ri.main(argv)
+            self.assertNotEqual(cm.exception.code, 0)
+
+    def test_no_cap_net_raw(self):
+        with mock.patch.object(socket, "socket", side_effect=PermissionError(1, "denied")):
+            with self.assertRaises(SystemExit) as cm:
+                ri.main(ARGS4 + ["good"])
+        self.assertIn("need CAP_NET_RAW", str(cm.exception.code))
+
+    def test_sends_count_packets(self):
+        sock = mock.MagicMock()
+        sock.__enter__.return_value = sock
+        with mock.patch.object(socket, "socket", return_value=sock):
+            rc, lines = self.run_main(ARGS4 + ["--count", "3", "all"])
+        self.assertEqual((rc, lines), (0, ri.CASES))
+        self.assertEqual(sock.sendto.call_count, 3 * len(ri.CASES))
+        sock.sendto.assert_any_call(build("good"), ("10.0.0.1", 0))
+
+
+if __name__ == "__main__":
+    unittest.main()
