@@ -16,10 +16,14 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 pub mod attr;
+pub mod cq;
 pub mod device;
 pub mod link;
+pub mod mmap;
 mod object;
 pub mod ops;
 mod pd;
 pub mod stats;
 mod ucontext;
+pub mod udata;
+pub mod umem;

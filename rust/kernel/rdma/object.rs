@@ -63,6 +63,26 @@ impl<C, D> CoreObject<C, D> {
         unsafe { &*Self::data_ptr(c) }
     }
 
+    /// Returns the C struct.
+    pub(crate) fn c_ptr(&self) -> *mut C {
+        self.c.get()
+    }
+
+    /// Returns the provider data.
+    pub(crate) fn get(&self) -> &D {
+        &self.data
+    }
+
+    /// Returns the object around a C struct.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::data`].
+    pub(crate) unsafe fn from_c<'a>(c: *mut C) -> &'a Self {
+        // SAFETY: The C struct is at offset 0; per the safety requirement the object is live.
+        unsafe { &*c.cast::<Self>() }
+    }
+
     /// Drops the provider data; the core frees the memory afterwards.
     ///
     /// # Safety

@@ -6,10 +6,13 @@
 
 use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
+    cq::{self, Cq, CqAttr, NotifyFlags},
     device::Device,
+    mmap,
     pd,
     stats::{self, StatDesc},
-    ucontext, //
+    ucontext,
+    udata::Udata, //
 };
 use crate::{bindings, error::from_result, module::this_module, prelude::*};
 use core::marker::PhantomData;
@@ -26,6 +29,8 @@ pub trait Driver: Sized + 'static {
     type Ucontext: Send + Sync;
     /// Per-protection-domain data.
     type Pd: Send + Sync;
+    /// Per-completion-queue data.
+    type Cq: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -49,6 +54,21 @@ pub trait Driver: Sized + 'static {
 
     /// Creates a protection domain.
     fn alloc_pd(dev: &Device<Self>) -> impl PinInit<Self::Pd, Error>;
+
+    /// Creates a completion queue; returns its real size and its data. `udata` is `None` for a
+    /// kernel consumer.
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
+
+    /// Resizes a user completion queue to at least `cqe` entries; returns the real size.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result<u32>;
+
+    /// Arms the completion event; returns whether completions are already waiting (only asked
+    /// for with [`NotifyFlags::report_missed`]).
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool>;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts
@@ -215,6 +235,61 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibcq` was allocated by the core with `size_ib_cq` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn create_cq(
+        ibcq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core passes a valid `attr`.
+            unsafe { cq::init::<T>(ibcq, attr, attrs)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibcq` was initialised by `create_cq`; the core frees it after this returns 0.
+    unsafe extern "C" fn destroy_cq(
+        ibcq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Per the safety requirement.
+        unsafe { cq::drop_data::<T>(ibcq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `ibcq` was initialised by `create_cq`; `udata` is the command's.
+    unsafe extern "C" fn resize_user_cq(
+        ibcq: *mut bindings::ib_cq,
+        cqe: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { cq::resize::<T>(ibcq, cqe, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibcq` was initialised by `create_cq`.
+    unsafe extern "C" fn req_notify_cq(
+        ibcq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            Ok(c_int::from(unsafe { cq::req_notify::<T>(ibcq, flags)? }))
+        })
+    }
+
+    /// # Safety
+    ///
     /// Any arguments are accepted; none is dereferenced.
     unsafe extern "C" fn alloc_hw_port_stats(
         _ibdev: *mut bindings::ib_device,
@@ -295,6 +370,13 @@ impl<T: Driver> OpsVTable<T> {
         },
         size_ib_ucontext: ucontext::alloc_size::<T>(),
         size_ib_pd: pd::alloc_size::<T>(),
+        create_cq: Some(Self::create_cq),
+        destroy_cq: Some(Self::destroy_cq),
+        resize_user_cq: Some(Self::resize_user_cq),
+        req_notify_cq: Some(Self::req_notify_cq),
+        size_ib_cq: cq::alloc_size::<T>(),
+        mmap: Some(mmap::mmap),
+        mmap_free: Some(mmap::mmap_free),
         ..pin_init::zeroed()
     };
 

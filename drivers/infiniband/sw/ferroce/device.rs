@@ -4,6 +4,7 @@
 
 use crate::{
     counters::{Counters, DESCS},
+    cq::FerroceCq,
     limits,
     net::PortsUse,
     proto::{eui64, mtu}, //
@@ -20,10 +21,12 @@ use kernel::{
             core_cap, driver_id, port_cap, uverbs_cmd, DeviceAttrs, Mtu, PhysState, PortAttrs,
             PortImmutable, PortState, MGMT_MAD_SIZE,
         },
+        cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceOptions},
         link::LinkOps,
         ops::Driver,
         stats::StatDesc,
+        udata::Udata,
     },
     time::{delay::fsleep, Delta},
 };
@@ -62,6 +65,7 @@ impl Driver for Ferroce {
     type Data = FerroceDevice;
     type Ucontext = Ucontext;
     type Pd = Pd;
+    type Cq = FerroceCq;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -128,6 +132,22 @@ impl Driver for Ferroce {
         Ok(Pd)
     }
 
+    fn create_cq(
+        _dev: &Device<Self>,
+        attr: &CqAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(u32, impl PinInit<Self::Cq, Error>)> {
+        FerroceCq::create(attr, udata)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result<u32> {
+        FerroceCq::resize(cq, cqe, udata)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
+        cq.data().req_notify(flags)
+    }
+
     const PORT_STATS: &'static [StatDesc] = &DESCS;
 
     fn port_stats(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result {
@@ -137,7 +157,8 @@ impl Driver for Ferroce {
     }
 
     fn disassociate_ucontext(_ctx: &Self::Ucontext) {
-        // Nothing of a context is mapped into user space yet, so nothing needs revoking.
+        // Mapped rings are vmalloc pages that each mapping holds a reference to: they outlive
+        // the device safely and are freed at munmap, so nothing needs revoking.
     }
 
     fn enable_driver(dev: &Device<Self>) -> Result {

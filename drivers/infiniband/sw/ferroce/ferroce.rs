@@ -11,6 +11,7 @@ use kernel::{
 };
 
 mod counters;
+mod cq;
 mod device;
 mod limits;
 mod net;

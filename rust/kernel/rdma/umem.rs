@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pinned user memory of a memory region (`struct ib_umem`), with CPU access for a software
+//! provider that copies to and from it.
+//!
+//! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
+
+use super::{device::Device, ops::Driver};
+use crate::{bindings, error::from_err_ptr, prelude::*};
+use core::ptr::NonNull;
+
+/// User pages pinned for the life of a memory region.
+///
+/// # Invariants
+///
+/// `umem` is a live umem we own; `pages` are its pages in order, pinned while `umem` lives;
+/// the region starts `offset` bytes into the first page and is `len` bytes long.
+pub struct UserMem {
+    umem: NonNull<bindings::ib_umem>,
+    pages: KVec<NonNull<bindings::page>>,
+    offset: usize,
+    len: usize,
+}
+
+impl UserMem {
+    /// Pins `len` bytes of the caller's memory at `addr`; `access` is `IB_ACCESS_*`, and a
+    /// writable region is pinned for writing.
+    pub fn pin<T: Driver>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let addr_ul = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let len_sz = usize::try_from(len).map_err(|_| EINVAL)?;
+        let access = c_int::try_from(access).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` is a live device; no bundle is passed, so `addr` is a plain address in
+        // the calling process, which the core validates and pins.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_get_attr_or_va(
+                dev.as_raw(),
+                core::ptr::null(),
+                0,
+                addr,
+                len_sz,
+                access,
+            )
+        })?;
+        // SAFETY: `from_err_ptr` returned a valid pointer.
+        let umem = unsafe { NonNull::new_unchecked(umem) };
+        let mut this = Self {
+            umem,
+            pages: KVec::new(),
+            offset: addr_ul % bindings::PAGE_SIZE,
+            len: len_sz,
+        };
+        this.collect_pages()?;
+        Ok(this)
+    }
+
+    fn collect_pages(&mut self) -> Result {
+        let umem = self.umem.as_ptr();
+        // SAFETY: `umem` is live; its table lists the pinned pages.
+        unsafe {
+            let sgt = &raw mut (*umem).sgt_append.sgt;
+            let mut iter: bindings::sg_page_iter = core::mem::zeroed();
+            bindings::__sg_page_iter_start(&mut iter, (*sgt).sgl, (*sgt).orig_nents, 0);
+            while bindings::__sg_page_iter_next(&mut iter) {
+                let page = NonNull::new(bindings::sg_page_iter_page(&mut iter)).ok_or(EINVAL)?;
+                self.pages.push(page, GFP_KERNEL)?;
+            }
+        }
+        let needed = (self.offset + self.len).div_ceil(bindings::PAGE_SIZE);
+        if self.pages.len() < needed {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// The region's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f` with each mapped piece of `[offset, offset + len)`, in order.
+    fn for_each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> Result {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {}
+            _ => return Err(EINVAL),
+        }
+        let mut done = 0;
+        while done < len {
+            let pos = self.offset + offset + done;
+            let (index, in_page) = (pos / bindings::PAGE_SIZE, pos % bindings::PAGE_SIZE);
+            let n = (bindings::PAGE_SIZE - in_page).min(len - done);
+            let page = self.pages.get(index).ok_or(EINVAL)?;
+            // SAFETY: `page` is pinned while `self` lives; the local mapping is undone before the
+            // next iteration and `f` only touches `[in_page, in_page + n)` of it.
+            unsafe {
+                let va = bindings::kmap_local_page(page.as_ptr()).cast::<u8>();
+                f(va.add(in_page), done, n);
+                bindings::kunmap_local(va.cast());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the region at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.for_each_piece(offset, data.len(), |va, at, n| {
+            // SAFETY: `va` maps `n` bytes; `data[at..at + n]` is in bounds by construction.
+            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr().add(at), va, n) }
+        })
+    }
+
+    /// Copies the region at `offset` into `out`.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        let dst = out.as_mut_ptr();
+        self.for_each_piece(offset, out.len(), |va, at, n| {
+            // SAFETY: As for `write`. The process may change its memory meanwhile: just bytes.
+            unsafe { core::ptr::copy_nonoverlapping(va, dst.add(at), n) }
+        })
+    }
+}
+
+impl Drop for UserMem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the umem; its pages are unpinned here.
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+// SAFETY: Pinned pages may be accessed and released from any thread.
+unsafe impl Send for UserMem {}
+
+// SAFETY: Shared access only copies through local mappings.
+unsafe impl Sync for UserMem {}

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# User verbs objects of a ferroce device through unmodified rdma-core (pyverbs and the rxe
+# provider): our CQ ring tests, and rdma-core's own pyverbs tests for what exists so far.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+DIR="$(cd "$(dirname "$0")" && pwd)"
+PY=/usr/bin/python3
+RDMA_CORE_TESTS=/usr/share/doc/rdma-core/tests
+WORK=$(mktemp -d)
+
+cleanup() {
+	rdma link del fer0 2>/dev/null
+	ip link del fvv0 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ktap_print_header
+[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+"$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
+[ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
+ktap_set_plan 4
+
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
+ip addr add 192.0.2.11/24 dev fvv0
+ip link set fvv0 up
+ip link set fvv1 up
+rdma link add fer0 type rxe netdev fvv0 || ktap_exit_fail_msg "rdma link add failed"
+
+ktap_test_result "CQ rings: sizes, limits, polling, arming, resize (ferroce_cq.py)" \
+	"$PY" "$DIR/ferroce_cq.py" fer0
+
+# rdma-core ships its tests partly gzipped.
+cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
+gunzip -f "$WORK"/tests/*.gz
+# rdma_core_tests TEST...: rdma-core's own tests, each of which must run (a skip fails here:
+# these are tests the device supports).
+rdma_core_tests() {
+	local log="$WORK/rdma-core.log"
+	(cd "$WORK/tests" && PYTHONPATH="$WORK/tests" "$PY" run_tests.py --dev fer0 -v "$@") >"$log" 2>&1
+	local rc=$?
+	sed 's/^/# /' "$log"
+	[ "$rc" -eq 0 ] && grep -qE '^OK$' "$log"
+}
+ktap_test_result "rdma-core pyverbs: test_pd" rdma_core_tests tests.test_pd
+ktap_test_result "rdma-core pyverbs: test_cq.CQAPITest" rdma_core_tests tests.test_cq.CQAPITest
+ktap_test_result "rdma-core pyverbs: test_device.DeviceTest" rdma_core_tests tests.test_device.DeviceTest
+
+ktap_finished
