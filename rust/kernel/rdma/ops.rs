@@ -9,7 +9,8 @@ use super::{
     cq::{self, Cq, CqAttr, NotifyFlags},
     device::Device,
     mmap,
-    pd,
+    mr::{self, MrKeys, MrRequest},
+    pd::{self, Pd},
     stats::{self, StatDesc},
     ucontext,
     udata::Udata, //
@@ -31,6 +32,8 @@ pub trait Driver: Sized + 'static {
     type Pd: Send + Sync;
     /// Per-completion-queue data.
     type Cq: Send + Sync;
+    /// Per-memory-region data.
+    type Mr: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -69,6 +72,12 @@ pub trait Driver: Sized + 'static {
     /// Arms the completion event; returns whether completions are already waiting (only asked
     /// for with [`NotifyFlags::report_missed`]).
     fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool>;
+
+    /// Registers user memory; returns the region's keys and data.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &MrRequest,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts
@@ -290,6 +299,44 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `pd` is a live PD of a device of `T`.
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let req = MrRequest {
+            start,
+            length,
+            iova,
+            // CAST: Access flags are a bit mask.
+            access: access as u32,
+        };
+        // SAFETY: Per the safety requirement.
+        match unsafe { mr::reg_user::<T>(pd, &req, dmah) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibmr` came from `reg_user_mr`; the core does not use it after this returns 0.
+    unsafe extern "C" fn dereg_mr(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Per the safety requirement.
+        unsafe { mr::dereg::<T>(ibmr) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// Any arguments are accepted; none is dereferenced.
     unsafe extern "C" fn alloc_hw_port_stats(
         _ibdev: *mut bindings::ib_device,
@@ -375,6 +422,8 @@ impl<T: Driver> OpsVTable<T> {
         resize_user_cq: Some(Self::resize_user_cq),
         req_notify_cq: Some(Self::req_notify_cq),
         size_ib_cq: cq::alloc_size::<T>(),
+        reg_user_mr: Some(Self::reg_user_mr),
+        dereg_mr: Some(Self::dereg_mr),
         mmap: Some(mmap::mmap),
         mmap_free: Some(mmap::mmap_free),
         ..pin_init::zeroed()

@@ -14,6 +14,36 @@ pub(crate) const fn alloc_size<T: Driver>() -> usize {
     Object::<T>::ALLOC_SIZE
 }
 
+/// A protection domain of provider `T`, as its callbacks see it.
+#[repr(transparent)]
+pub struct Pd<T: Driver>(Object<T>);
+
+impl<T: Driver> Pd<T> {
+    /// # Safety
+    ///
+    /// `pd` was initialised by [`init`] and is not deallocated during `'a`.
+    pub(crate) unsafe fn from_raw<'a>(pd: *mut bindings::ib_pd) -> &'a Self {
+        // SAFETY: Transparent over the object; per the safety requirement it is live.
+        unsafe { &*core::ptr::from_ref(Object::<T>::from_c(pd)).cast::<Self>() }
+    }
+
+    /// The provider's data.
+    pub fn data(&self) -> &T::Pd {
+        self.0.get()
+    }
+
+    /// The device the PD belongs to.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: The core set `device` at allocation; the device outlives its PDs.
+        unsafe { Device::<T>::from_raw((*self.0.c_ptr()).device) }
+    }
+
+    /// A value identifying this PD among the live ones (its address).
+    pub fn id(&self) -> usize {
+        self.0.c_ptr() as usize
+    }
+}
+
 /// Runs [`Driver::alloc_pd`] into an object the core allocated.
 ///
 /// # Safety

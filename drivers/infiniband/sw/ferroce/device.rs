@@ -6,6 +6,7 @@ use crate::{
     counters::{Counters, DESCS},
     cq::FerroceCq,
     limits,
+    mr::{FerroceMr, MrTable},
     net::PortsUse,
     proto::{eui64, mtu}, //
 };
@@ -24,10 +25,13 @@ use kernel::{
         cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceOptions},
         link::LinkOps,
+        mr::{MrKeys, MrRequest},
         ops::Driver,
+        pd::Pd,
         stats::StatDesc,
         udata::Udata,
     },
+    sync::Arc,
     time::{delay::fsleep, Delta},
 };
 
@@ -43,6 +47,8 @@ pub(crate) struct FerroceDevice {
     ib_mtu: AtomicU32,
     guid: [u8; 8],
     pub(crate) counters: Counters,
+    /// Memory regions by key.
+    pub(crate) mrs: Arc<MrTable>,
     /// Keeps the namespace's UDP port open while the device exists.
     _ports: PortsUse,
 }
@@ -57,15 +63,16 @@ impl FerroceDevice {
 /// Per-user-context state (nothing yet: no mmap'd objects).
 pub(crate) struct Ucontext;
 
-/// Per-protection-domain state (nothing yet: no memory regions).
-pub(crate) struct Pd;
+/// Per-protection-domain state: none; objects refer to their PD by its id.
+pub(crate) struct FerrocePd;
 
 #[vtable]
 impl Driver for Ferroce {
     type Data = FerroceDevice;
     type Ucontext = Ucontext;
-    type Pd = Pd;
+    type Pd = FerrocePd;
     type Cq = FerroceCq;
+    type Mr = FerroceMr;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -129,7 +136,7 @@ impl Driver for Ferroce {
     }
 
     fn alloc_pd(_dev: &Device<Self>) -> impl PinInit<Self::Pd, Error> {
-        Ok(Pd)
+        Ok(FerrocePd)
     }
 
     fn create_cq(
@@ -146,6 +153,13 @@ impl Driver for Ferroce {
 
     fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
         cq.data().req_notify(flags)
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &MrRequest,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
+        FerroceMr::register(pd, req)
     }
 
     const PORT_STATS: &'static [StatDesc] = &DESCS;
@@ -245,6 +259,7 @@ impl LinkOps for Ferroce {
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
             counters: Counters::new(),
+            mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {

@@ -14,6 +14,7 @@ mod counters;
 mod cq;
 mod device;
 mod limits;
+mod mr;
 mod net;
 // Parts of the protocol logic wait for the data path; KUnit and the host crate test them now.
 #[expect(dead_code)]

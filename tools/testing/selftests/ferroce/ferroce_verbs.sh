@@ -22,7 +22,7 @@ ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 "$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
 [ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
-ktap_set_plan 4
+ktap_set_plan 5
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -33,6 +33,8 @@ rdma link add fer0 type rxe netdev fvv0 || ktap_exit_fail_msg "rdma link add fai
 
 ktap_test_result "CQ rings: sizes, limits, polling, arming, resize (ferroce_cq.py)" \
 	"$PY" "$DIR/ferroce_cq.py" fer0
+ktap_test_result "memory regions: keys, access, refusals, unpinning (ferroce_mr.py)" \
+	"$PY" "$DIR/ferroce_mr.py" fer0
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"

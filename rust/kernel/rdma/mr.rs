@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions (`struct ib_mr`). Unlike most verbs objects the provider allocates them.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{ops::Driver, pd::Pd};
+use crate::{bindings, prelude::*, types::Opaque};
+
+/// A user memory registration request (`ibv_reg_mr`).
+#[derive(Clone, Copy, Debug)]
+pub struct MrRequest {
+    /// Start of the buffer in the caller's address space.
+    pub start: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// The address the peers use for the first byte (`iova`).
+    pub iova: u64,
+    /// `IB_ACCESS_*`; the core has already refused unsupported and inconsistent ones.
+    pub access: u32,
+}
+
+/// The keys of a new memory region.
+#[derive(Clone, Copy, Debug)]
+pub struct MrKeys {
+    /// Local key, for work requests of this process.
+    pub lkey: u32,
+    /// Remote key, for peers' RDMA; 0 if the region allows no remote access.
+    pub rkey: u32,
+}
+
+#[repr(C)]
+#[pin_data]
+struct MrObject<T: Driver> {
+    #[pin]
+    ib: Opaque<bindings::ib_mr>,
+    #[pin]
+    data: T::Mr,
+}
+
+/// `ops.reg_user_mr`.
+///
+/// # Safety
+///
+/// `pd` is a live PD of a device of `T`; `udata` is NULL or the command's.
+pub(crate) unsafe fn reg_user<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    req: &MrRequest,
+    dmah: *mut bindings::ib_dmah,
+) -> Result<*mut bindings::ib_mr> {
+    if !dmah.is_null() {
+        return Err(EOPNOTSUPP);
+    }
+    // SAFETY: Per the safety requirement.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let (keys, data) = T::reg_user_mr(pd, req)?;
+    let obj = KBox::pin_init(
+        try_pin_init!(MrObject::<T> {
+            ib: Opaque::zeroed(),
+            data <- data,
+        }),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: The core takes the pointer and gives it back to `dereg`, which rebuilds the box;
+    // it never moves the object.
+    let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
+    // SAFETY: `ib` is the first field; the core fills the rest of `ib_mr` after we return.
+    let ib = obj.cast::<bindings::ib_mr>();
+    // SAFETY: Just allocated, not shared yet.
+    unsafe {
+        (*ib).lkey = keys.lkey;
+        (*ib).rkey = keys.rkey;
+        (*ib).iova = req.iova;
+        (*ib).length = req.length;
+    }
+    Ok(ib)
+}
+
+/// `ops.dereg_mr`: drops the provider data and frees the object.
+///
+/// # Safety
+///
+/// `mr` came from [`reg_user`] for `T`, and this is its last use.
+pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) {
+    // SAFETY: Per the safety requirement the box was leaked by `reg_user`.
+    drop(unsafe { KBox::from_raw(mr.cast::<MrObject<T>>()) });
+}
