@@ -24,6 +24,7 @@ mod object;
 pub mod ops;
 pub mod mr;
 pub mod pd;
+pub mod qp;
 pub mod stats;
 mod ucontext;
 pub mod udata;

@@ -50,7 +50,7 @@ impl<T: Driver> Cq<T> {
     /// # Safety
     ///
     /// `cq` was initialised by [`init`] and is not destroyed during `'a`.
-    unsafe fn from_raw<'a>(cq: *mut bindings::ib_cq) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(cq: *mut bindings::ib_cq) -> &'a Self {
         // SAFETY: Transparent over the object; per the safety requirement it is live.
         unsafe { &*core::ptr::from_ref(Object::<T>::from_c(cq)).cast::<Self>() }
     }

@@ -11,6 +11,7 @@ use super::{
     mmap,
     mr::{self, MrKeys, MrRequest},
     pd::{self, Pd},
+    qp::{self, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
     stats::{self, StatDesc},
     ucontext,
     udata::Udata, //
@@ -34,6 +35,8 @@ pub trait Driver: Sized + 'static {
     type Cq: Send + Sync;
     /// Per-memory-region data.
     type Mr: Send + Sync;
+    /// Per-queue-pair data.
+    type Qp: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -78,6 +81,24 @@ pub trait Driver: Sized + 'static {
         pd: &Pd<Self>,
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Creates a queue pair; `udata` is `None` for a kernel consumer.
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(QpCreated, impl PinInit<Self::Qp, Error>)>;
+
+    /// Changes a queue pair's attributes (those in `mask`) and state.
+    fn modify_qp(
+        qp: &Qp<Self>,
+        attr: &QpAttr,
+        mask: AttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result;
+
+    /// Reports a queue pair's attributes.
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts
@@ -337,6 +358,65 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibqp` was allocated by the core with `size_ib_qp` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn create_qp(
+        ibqp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core passes valid `init` and `udata`.
+            unsafe { qp::create::<T>(ibqp, init, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` was initialised by `create_qp`.
+    unsafe extern "C" fn modify_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { qp::modify::<T>(ibqp, attr, mask, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` was initialised by `create_qp`.
+    unsafe extern "C" fn query_qp(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { qp::query::<T>(ibqp, attr, init)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` was initialised by `create_qp`; the core frees it after this returns 0.
+    unsafe extern "C" fn destroy_qp(
+        ibqp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Per the safety requirement.
+        unsafe { qp::drop_data::<T>(ibqp) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// Any arguments are accepted; none is dereferenced.
     unsafe extern "C" fn alloc_hw_port_stats(
         _ibdev: *mut bindings::ib_device,
@@ -422,6 +502,11 @@ impl<T: Driver> OpsVTable<T> {
         resize_user_cq: Some(Self::resize_user_cq),
         req_notify_cq: Some(Self::req_notify_cq),
         size_ib_cq: cq::alloc_size::<T>(),
+        create_qp: Some(Self::create_qp),
+        modify_qp: Some(Self::modify_qp),
+        query_qp: Some(Self::query_qp),
+        destroy_qp: Some(Self::destroy_qp),
+        size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),
         mmap: Some(mmap::mmap),

@@ -9,6 +9,7 @@ use crate::{
     mr::{FerroceMr, MrTable},
     net::PortsUse,
     proto::{eui64, mtu}, //
+    qp::{FerroceQp, QpTable},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -28,6 +29,7 @@ use kernel::{
         mr::{MrKeys, MrRequest},
         ops::Driver,
         pd::Pd,
+        qp::{AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
         stats::StatDesc,
         udata::Udata,
     },
@@ -49,6 +51,8 @@ pub(crate) struct FerroceDevice {
     pub(crate) counters: Counters,
     /// Memory regions by key.
     pub(crate) mrs: Arc<MrTable>,
+    /// Queue pairs by number.
+    pub(crate) qps: Arc<QpTable>,
     /// Keeps the namespace's UDP port open while the device exists.
     _ports: PortsUse,
 }
@@ -73,6 +77,7 @@ impl Driver for Ferroce {
     type Pd = FerrocePd;
     type Cq = FerroceCq;
     type Mr = FerroceMr;
+    type Qp = FerroceQp;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -160,6 +165,27 @@ impl Driver for Ferroce {
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
         FerroceMr::register(pd, req)
+    }
+
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(QpCreated, impl PinInit<Self::Qp, Error>)> {
+        FerroceQp::create(pd, init, udata)
+    }
+
+    fn modify_qp(
+        qp: &Qp<Self>,
+        attr: &QpAttr,
+        mask: AttrMask,
+        _udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        FerroceQp::modify(qp, attr, mask)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
+        FerroceQp::query(qp)
     }
 
     const PORT_STATS: &'static [StatDesc] = &DESCS;
@@ -260,6 +286,7 @@ impl LinkOps for Ferroce {
             guid,
             counters: Counters::new(),
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
+            qps: Arc::pin_init(QpTable::new(), GFP_KERNEL)?,
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {

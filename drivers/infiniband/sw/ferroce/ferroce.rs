@@ -22,6 +22,7 @@ mod proto;
 
 #[cfg(CONFIG_KUNIT)]
 mod proto_kunit;
+mod qp;
 mod recv;
 
 use device::Ferroce;

@@ -22,7 +22,7 @@ ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 "$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
 [ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
-ktap_set_plan 5
+ktap_set_plan 7
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -35,6 +35,8 @@ ktap_test_result "CQ rings: sizes, limits, polling, arming, resize (ferroce_cq.p
 	"$PY" "$DIR/ferroce_cq.py" fer0
 ktap_test_result "memory regions: keys, access, refusals, unpinning (ferroce_mr.py)" \
 	"$PY" "$DIR/ferroce_mr.py" fer0
+ktap_test_result "queue pairs: rings, numbers, state machine, query (ferroce_qp.py)" \
+	"$PY" "$DIR/ferroce_qp.py" fer0
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
@@ -51,5 +53,8 @@ rdma_core_tests() {
 ktap_test_result "rdma-core pyverbs: test_pd" rdma_core_tests tests.test_pd
 ktap_test_result "rdma-core pyverbs: test_cq.CQAPITest" rdma_core_tests tests.test_cq.CQAPITest
 ktap_test_result "rdma-core pyverbs: test_device.DeviceTest" rdma_core_tests tests.test_device.DeviceTest
+# RC, UC and UD creation, query and modify (raw packet QPs are not a RoCE feature).
+ktap_test_result "rdma-core pyverbs: test_qp.QPTest (RC, UC, UD)" \
+	rdma_core_tests -k _rc_ -k _uc_ -k _ud_ tests.test_qp.QPTest
 
 ktap_finished

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: numbers, work queue rings shared with rdma-core's rxe provider, and the
+//! attribute and state machine of `ibv_modify_qp`.
+
+use crate::{device::Ferroce, limits, proto::ring};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rdma::{
+        mmap::{MmapInfo, SharedMem},
+        pd::Pd,
+        qp::{transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpQuery, QpType},
+        udata::Udata,
+    },
+    sync::{Arc, Mutex},
+    xarray::{AllocKind, XArray},
+};
+
+/// Size of `struct rxe_send_wqe` before its SGEs or inline data.
+const SEND_WQE_HEADER: usize = 208;
+/// Size of `struct rxe_recv_wqe` before its SGEs.
+const RECV_WQE_HEADER: usize = 40;
+/// Size of `struct rxe_sge`.
+const SGE_SIZE: usize = 16;
+/// Largest inline send.
+const MAX_INLINE_DATA: u32 = 512;
+/// `struct rxe_create_qp_resp`: the RQ's then the SQ's `struct mminfo`.
+const CREATE_QP_RESP_SIZE: usize = 32;
+/// User QPs are numbered from here; lower ones are reserved (QP0, QP1).
+const FIRST_QPN: u32 = 16;
+/// QP numbers are 24 bits.
+const QPN_LIMIT: u32 = 1 << 24;
+
+/// One work queue ring in shared memory.
+#[allow(
+    dead_code,
+    reason = "the data path (posting, processing) is still to come"
+)]
+struct WorkRing {
+    mem: SharedMem,
+    geo: ring::Geometry,
+}
+
+impl WorkRing {
+    fn new(entries: u32, elem: usize, udata: Option<&Udata<'_>>) -> Result<(Self, MmapInfo)> {
+        // The provider needs a slot even for a queue of zero WRs.
+        let geo = ring::Geometry::new(entries.max(1), elem, limits::DEVICE_LIMITS.max_qp_wr)
+            .ok_or(EINVAL)?;
+        let (mem, info) = SharedMem::new(geo.bytes().ok_or(EINVAL)?, udata)?;
+        mem.u32_at(ring::LOG2_ELEM_SIZE_OFFSET)?
+            .store(geo.log2_elem(), Ordering::Relaxed);
+        mem.u32_at(ring::INDEX_MASK_OFFSET)?
+            .store(geo.mask(), Ordering::Relaxed);
+        Ok((Self { mem, geo }, info))
+    }
+}
+
+/// What the data path will need of a QP; shared with the device's QP table.
+#[allow(
+    dead_code,
+    reason = "the data path (posting, processing) is still to come"
+)]
+#[pin_data]
+pub(crate) struct QpShared {
+    qpn: u32,
+    qp_type: QpType,
+    pd: usize,
+    sq: WorkRing,
+    rq: WorkRing,
+    caps: QpCaps,
+    sig_all: bool,
+    #[pin]
+    attr: Mutex<QpAttr>,
+}
+
+/// A device's QPs by number.
+#[pin_data]
+pub(crate) struct QpTable {
+    #[pin]
+    qps: XArray<Arc<QpShared>>,
+    cursor: AtomicU32,
+}
+
+impl QpTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            qps <- XArray::new(AllocKind::Alloc),
+            cursor: AtomicU32::new(0),
+        })
+    }
+
+    /// Stores `make(qpn)` under a free QP number.
+    fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<QpShared>>) -> Result<u32> {
+        let qpn = {
+            let span = QPN_LIMIT - FIRST_QPN;
+            let qps = self.qps.lock();
+            let start = self.cursor.fetch_add(1, Ordering::Relaxed);
+            (0..limits::DEVICE_LIMITS.max_qp)
+                .map(|i| FIRST_QPN + start.wrapping_add(i) % span)
+                .find(|&n| qps.get(n as usize).is_none())
+                .ok_or(ENOMEM)?
+        };
+        let shared = make(qpn)?;
+        let mut qps = self.qps.lock();
+        if qps.get(qpn as usize).is_some() {
+            // Another create took it between the locks; rare enough to just fail the create.
+            return Err(EAGAIN);
+        }
+        let res = qps.store(qpn as usize, shared, GFP_ATOMIC);
+        drop(qps);
+        res.map(|_| qpn).map_err(|e| e.error)
+    }
+
+    fn remove(&self, qpn: u32) {
+        let removed = self.qps.lock().remove(qpn as usize);
+        // Freeing rings may sleep: after the lock.
+        drop(removed);
+    }
+}
+
+fn mminfo(info: &MmapInfo, out: &mut [u8]) {
+    out[..8].copy_from_slice(&info.offset.to_ne_bytes());
+    out[8..12].copy_from_slice(&info.size.to_ne_bytes());
+}
+
+/// The driver data of a QP.
+pub(crate) struct FerroceQp {
+    shared: Arc<QpShared>,
+    table: Arc<QpTable>,
+}
+
+impl FerroceQp {
+    pub(crate) fn create(
+        pd: &Pd<Ferroce>,
+        init: &QpInit<'_, Ferroce>,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(QpCreated, impl PinInit<Self, Error>)> {
+        match init.qp_type {
+            QpType::Rc | QpType::Uc | QpType::Ud => {}
+            // QP1 serves the kernel's MAD layer, which needs kernel verbs: not yet.
+            QpType::Gsi => return Err(EOPNOTSUPP),
+        }
+        let udata = udata.ok_or(EOPNOTSUPP)?;
+        if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
+            return Err(EINVAL);
+        }
+        let lim = &limits::DEVICE_LIMITS;
+        let c = &init.caps;
+        if c.max_send_wr > lim.max_qp_wr
+            || c.max_recv_wr > lim.max_qp_wr
+            || c.max_send_sge > lim.max_send_sge
+            || c.max_recv_sge > lim.max_recv_sge
+            || c.max_inline_data > MAX_INLINE_DATA
+        {
+            return Err(EINVAL);
+        }
+        // A send WQE carries SGEs or inline data in the same space.
+        let send_room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
+        let (sq, sq_info) = WorkRing::new(c.max_send_wr, SEND_WQE_HEADER + send_room, Some(udata))?;
+        let recv_room = c.max_recv_sge as usize * SGE_SIZE;
+        let (rq, rq_info) = WorkRing::new(c.max_recv_wr, RECV_WQE_HEADER + recv_room, Some(udata))?;
+        let caps = QpCaps {
+            max_send_wr: sq.geo.capacity(),
+            max_recv_wr: rq.geo.capacity(),
+            // CAST: Bounded by the checks above (at most 512 bytes).
+            max_send_sge: (send_room / SGE_SIZE) as u32,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: send_room as u32,
+        };
+        let mut resp = [0u8; CREATE_QP_RESP_SIZE];
+        mminfo(&rq_info, &mut resp[..16]);
+        mminfo(&sq_info, &mut resp[16..]);
+        udata.write(&resp)?;
+
+        let table = pd.device().data().qps.clone();
+        let mut rings = Some((sq, rq));
+        let qpn = table.insert(|qpn| {
+            let (sq, rq) = rings.take().ok_or(EINVAL)?;
+            Arc::pin_init(
+                try_pin_init!(QpShared {
+                    qpn,
+                    qp_type: init.qp_type,
+                    pd: pd.id(),
+                    sq,
+                    rq,
+                    caps,
+                    sig_all: init.sig_all,
+                    attr <- new_mutex!(QpAttr {
+                        port: 1,
+                        ..QpAttr::default()
+                    }),
+                }),
+                GFP_KERNEL,
+            )
+        })?;
+        let shared = table
+            .qps
+            .lock()
+            .get(qpn as usize)
+            .map(Arc::from)
+            .ok_or(EINVAL)?;
+        Ok((QpCreated { qpn, caps }, Ok(Self { shared, table })))
+    }
+
+    pub(crate) fn modify(qp: &Qp<Ferroce>, new: &QpAttr, mask: AttrMask) -> Result {
+        let this = &qp.data().shared;
+        let mut attr = this.attr.lock();
+        let cur = if mask.has(AttrMask::CUR_STATE) {
+            new.cur_state
+        } else {
+            attr.state
+        };
+        let next = if mask.has(AttrMask::STATE) {
+            new.state
+        } else {
+            cur
+        };
+        if !transition_ok(cur, next, this.qp_type, mask) {
+            return Err(EINVAL);
+        }
+        check_attr(new, mask)?;
+        attr.update(new, mask);
+        attr.state = next;
+        Ok(())
+    }
+
+    pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<QpQuery> {
+        let this = &qp.data().shared;
+        Ok(QpQuery {
+            attr: *this.attr.lock(),
+            caps: this.caps,
+            sig_all: this.sig_all,
+        })
+    }
+}
+
+/// Checks what the state table does not: values in range for this device.
+fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
+    let lim = &limits::DEVICE_LIMITS;
+    let bad = (mask.has(AttrMask::PORT) && a.port != 1)
+        || (mask.has(AttrMask::PKEY_INDEX) && a.pkey_index != 0)
+        // IB_MTU_256 ..= IB_MTU_4096.
+        || (mask.has(AttrMask::PATH_MTU) && !(1..=5).contains(&a.path_mtu))
+        || (mask.has(AttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > lim.max_qp_init_rd_atom)
+        || (mask.has(AttrMask::MAX_DEST_RD_ATOMIC) && u32::from(a.max_dest_rd_atomic) > lim.max_qp_rd_atom)
+        || (mask.has(AttrMask::TIMEOUT) && a.timeout > 31)
+        || (mask.has(AttrMask::RETRY_CNT) && a.retry_cnt > 7)
+        || (mask.has(AttrMask::RNR_RETRY) && a.rnr_retry > 7)
+        || (mask.has(AttrMask::MIN_RNR_TIMER) && a.min_rnr_timer > 31)
+        || (mask.has(AttrMask::DEST_QPN) && a.dest_qp_num >= QPN_LIMIT)
+        // ferroce speaks RoCE v2 only: the source GID must be a UDP one.
+        || (mask.has(AttrMask::AV) && !a.ah.roce_v2)
+        || mask.has(AttrMask::ALT_PATH | AttrMask::RATE_LIMIT);
+    if bad {
+        Err(EINVAL)
+    } else {
+        Ok(())
+    }
+}
+
+impl Drop for FerroceQp {
+    fn drop(&mut self) {
+        self.table.remove(self.shared.qpn);
+    }
+}

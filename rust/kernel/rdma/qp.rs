@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (`struct ib_qp`) and their attributes.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{cq::Cq, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
+use crate::{bindings, prelude::*};
+
+type Object<T> = CoreObject<bindings::ib_qp, <T as Driver>::Qp>;
+
+/// The size the core allocates for one object (`ops.size_ib_qp`).
+pub(crate) const fn alloc_size<T: Driver>() -> usize {
+    Object::<T>::ALLOC_SIZE
+}
+
+/// Transport service of a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// QP1, the general services interface (MADs).
+    Gsi,
+}
+
+impl QpType {
+    fn from_raw(t: bindings::ib_qp_type) -> Result<Self> {
+        Ok(match t {
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            _ => return Err(EOPNOTSUPP),
+        })
+    }
+
+    fn to_raw(self) -> bindings::ib_qp_type {
+        match self {
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+        }
+    }
+}
+
+/// QP state (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum QpState {
+    /// Just created or reset.
+    #[default]
+    Reset = bindings::ib_qp_state_IB_QPS_RESET,
+    /// Receives may be posted.
+    Init = bindings::ib_qp_state_IB_QPS_INIT,
+    /// Ready to receive.
+    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
+    /// Ready to send.
+    Rts = bindings::ib_qp_state_IB_QPS_RTS,
+    /// Send queue drained.
+    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
+    /// Send queue error.
+    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
+    /// Error.
+    Err = bindings::ib_qp_state_IB_QPS_ERR,
+}
+
+impl QpState {
+    fn from_raw(s: bindings::ib_qp_state) -> Result<Self> {
+        Ok(match s {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return Err(EINVAL),
+        })
+    }
+}
+
+/// Work queue sizes (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCaps {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send WR.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive WR.
+    pub max_recv_sge: u32,
+    /// Largest inline send.
+    pub max_inline_data: u32,
+}
+
+impl QpCaps {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_to(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// What a consumer asks for when creating a QP.
+pub struct QpInit<'a, T: Driver> {
+    /// The transport.
+    pub qp_type: QpType,
+    /// Requested sizes.
+    pub caps: QpCaps,
+    /// Where send completions go.
+    pub send_cq: &'a Cq<T>,
+    /// Where receive completions go.
+    pub recv_cq: &'a Cq<T>,
+    /// Whether every send WR completes (not only signalled ones).
+    pub sig_all: bool,
+}
+
+/// The path to the peer (`struct rdma_ah_attr` with its GRH, for RoCE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination GID (an IPv6 or IPv4-mapped address for RoCE v2).
+    pub dgid: [u8; 16],
+    /// Source GID, from the GID table entry the consumer chose.
+    pub sgid: [u8; 16],
+    /// Index of that entry.
+    pub sgid_index: u8,
+    /// Whether the source GID is a RoCE v2 (UDP) one.
+    pub roce_v2: bool,
+    /// IPv6 flow label (also the UDP source port's entropy).
+    pub flow_label: u32,
+    /// Hop limit / TTL.
+    pub hop_limit: u8,
+    /// Traffic class / TOS.
+    pub traffic_class: u8,
+    /// Service level.
+    pub sl: u8,
+    /// Destination MAC, resolved by the core.
+    pub dmac: [u8; 6],
+}
+
+impl AhAttr {
+    /// # Safety
+    ///
+    /// `a` is a valid attribute whose `sgid_attr`, if set, is valid.
+    unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        let grh = &a.grh;
+        // SAFETY: Per the safety requirement.
+        let (sgid, roce_v2) = unsafe {
+            match grh.sgid_attr.as_ref() {
+                Some(s) => (
+                    s.gid.raw,
+                    s.gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                ),
+                None => ([0; 16], false),
+            }
+        };
+        Self {
+            // SAFETY: Every bit pattern of the union is a valid `raw`.
+            dgid: unsafe { grh.dgid.raw },
+            sgid,
+            sgid_index: grh.sgid_index,
+            roce_v2,
+            flow_label: grh.flow_label,
+            hop_limit: grh.hop_limit,
+            traffic_class: grh.traffic_class,
+            sl: a.sl,
+            // SAFETY: RoCE devices get RoCE attributes; any bytes are a valid MAC.
+            dmac: unsafe { a.__bindgen_anon_1.roce.dmac },
+        }
+    }
+
+    fn write_to(&self, a: &mut bindings::rdma_ah_attr, port: u32) {
+        a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+        a.port_num = port;
+        a.sl = self.sl;
+        a.grh.dgid.raw = self.dgid;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.flow_label = self.flow_label;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.__bindgen_anon_1.roce.dmac = self.dmac;
+    }
+}
+
+/// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttrMask(u32);
+
+#[allow(missing_docs)]
+impl AttrMask {
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    pub const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
+
+    /// Whether any of `bits` is set.
+    pub fn has(self, bits: u32) -> bool {
+        self.0 & bits != 0
+    }
+
+    /// The raw mask.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// A QP's modifiable attributes (`struct ib_qp_attr`, without alternate paths).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct QpAttr {
+    pub state: QpState,
+    pub cur_state: QpState,
+    /// `IB_MTU_*` (1 = 256 ... 5 = 4096).
+    pub path_mtu: u32,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub access_flags: u32,
+    pub ah: AhAttr,
+    pub pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port: u32,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+}
+
+impl QpAttr {
+    /// # Safety
+    ///
+    /// `a` is a modify request from the core; for `AV`, its `sgid_attr` is valid.
+    unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: AttrMask) -> Result<Self> {
+        Ok(Self {
+            state: if mask.has(AttrMask::STATE) {
+                QpState::from_raw(a.qp_state)?
+            } else {
+                QpState::Reset
+            },
+            cur_state: if mask.has(AttrMask::CUR_STATE) {
+                QpState::from_raw(a.cur_qp_state)?
+            } else {
+                QpState::Reset
+            },
+            path_mtu: a.path_mtu,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            // CAST: A bit mask.
+            access_flags: a.qp_access_flags as u32,
+            ah: if mask.has(AttrMask::AV) {
+                // SAFETY: Per the safety requirement.
+                unsafe { AhAttr::from_raw(&a.ah_attr) }
+            } else {
+                AhAttr::default()
+            },
+            pkey_index: a.pkey_index,
+            en_sqd_async_notify: a.en_sqd_async_notify,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+        })
+    }
+
+    fn write_to(&self, a: &mut bindings::ib_qp_attr) {
+        a.qp_state = self.state as u32;
+        a.cur_qp_state = self.state as u32;
+        a.path_mtu = self.path_mtu;
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        // CAST: A bit mask.
+        a.qp_access_flags = self.access_flags as c_int;
+        self.ah.write_to(&mut a.ah_attr, self.port);
+        a.pkey_index = self.pkey_index;
+        a.en_sqd_async_notify = self.en_sqd_async_notify;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.port_num = self.port;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+    }
+
+    /// Takes the fields of `new` that `mask` names.
+    pub fn update(&mut self, new: &QpAttr, mask: AttrMask) {
+        if mask.has(AttrMask::STATE) {
+            self.state = new.state;
+        }
+        macro_rules! take {
+            ($($bit:ident => $field:ident),* $(,)?) => {
+                $(if mask.has(AttrMask::$bit) { self.$field = new.$field; })*
+            };
+        }
+        take!(
+            EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify,
+            ACCESS_FLAGS => access_flags,
+            PKEY_INDEX => pkey_index,
+            PORT => port,
+            QKEY => qkey,
+            AV => ah,
+            PATH_MTU => path_mtu,
+            TIMEOUT => timeout,
+            RETRY_CNT => retry_cnt,
+            RNR_RETRY => rnr_retry,
+            RQ_PSN => rq_psn,
+            MAX_QP_RD_ATOMIC => max_rd_atomic,
+            MIN_RNR_TIMER => min_rnr_timer,
+            SQ_PSN => sq_psn,
+            MAX_DEST_RD_ATOMIC => max_dest_rd_atomic,
+            DEST_QPN => dest_qp_num,
+        );
+    }
+}
+
+/// Whether the IBTA state table allows `cur -> next` for `qp_type` with exactly the attributes
+/// in `mask` (required ones present, no foreign ones).
+pub fn transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: AttrMask) -> bool {
+    // SAFETY: A pure function of its arguments.
+    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, qp_type.to_raw(), mask.0) }
+}
+
+/// What [`Driver::create_qp`] decided.
+pub struct QpCreated {
+    /// The QP number (1 for GSI).
+    pub qpn: u32,
+    /// The real sizes, at least those asked for.
+    pub caps: QpCaps,
+}
+
+/// What [`Driver::query_qp`] reports.
+pub struct QpQuery {
+    /// Current attributes.
+    pub attr: QpAttr,
+    /// Current sizes.
+    pub caps: QpCaps,
+    /// Whether every send WR completes.
+    pub sig_all: bool,
+}
+
+/// A queue pair of provider `T`, as its callbacks see it.
+#[repr(transparent)]
+pub struct Qp<T: Driver>(Object<T>);
+
+impl<T: Driver> Qp<T> {
+    /// # Safety
+    ///
+    /// `qp` was initialised by [`create`] and is not destroyed during `'a`.
+    unsafe fn from_raw<'a>(qp: *mut bindings::ib_qp) -> &'a Self {
+        // SAFETY: Transparent over the object; per the safety requirement it is live.
+        unsafe { &*core::ptr::from_ref(Object::<T>::from_c(qp)).cast::<Self>() }
+    }
+
+    /// The provider's data.
+    pub fn data(&self) -> &T::Qp {
+        self.0.get()
+    }
+
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        // SAFETY: Set at creation and not changed after.
+        unsafe { (*self.0.c_ptr()).qp_num }
+    }
+}
+
+/// `ops.create_qp`.
+///
+/// # Safety
+///
+/// `qp` is a zeroed allocation of [`alloc_size`] bytes with `device` and `pd` set, for a device
+/// of `T`; `init` is valid and its CQs are live CQs of `T`; `udata` is NULL or the command's.
+pub(crate) unsafe fn create<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    // SAFETY: Per the safety requirement.
+    let (pd, init, mut udata) = unsafe {
+        (
+            Pd::<T>::from_raw((*qp).pd),
+            &mut *init,
+            Udata::from_raw(udata),
+        )
+    };
+    if !init.srq.is_null() || !init.xrcd.is_null() || init.send_cq.is_null() {
+        return Err(EOPNOTSUPP);
+    }
+    if init.recv_cq.is_null() {
+        return Err(EINVAL);
+    }
+    if init.create_flags != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let request = QpInit {
+        qp_type: QpType::from_raw(init.qp_type)?,
+        caps: QpCaps::from_raw(&init.cap),
+        // SAFETY: Per the safety requirement the CQs are live CQs of `T`, and the core holds
+        // them (usecnt) while the QP exists.
+        send_cq: unsafe { Cq::<T>::from_raw(init.send_cq) },
+        // SAFETY: As above.
+        recv_cq: unsafe { Cq::<T>::from_raw(init.recv_cq) },
+        sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+    };
+    let (created, data) = T::create_qp(pd, &request, udata.as_mut())?;
+    // SAFETY: Per the safety requirement.
+    unsafe { Object::<T>::init(qp, data)? };
+    // SAFETY: The object is ours until we return; the core reads these after.
+    unsafe { (*qp).qp_num = created.qpn };
+    created.caps.write_to(&mut init.cap);
+    Ok(())
+}
+
+/// `ops.modify_qp`.
+///
+/// # Safety
+///
+/// `qp` was initialised by [`create`]; `attr` is valid; `udata` is NULL or the command's.
+pub(crate) unsafe fn modify<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    // CAST: A bit mask.
+    let mask = AttrMask(mask as u32);
+    // SAFETY: Per the safety requirement; the core resolved `sgid_attr` for `AV`.
+    let (this, attr, mut udata) = unsafe {
+        (
+            Qp::<T>::from_raw(qp),
+            QpAttr::from_raw(&*attr, mask)?,
+            Udata::from_raw(udata),
+        )
+    };
+    T::modify_qp(this, &attr, mask, udata.as_mut())
+}
+
+/// `ops.query_qp`.
+///
+/// # Safety
+///
+/// `qp` was initialised by [`create`]; `attr` and `init` are valid for writes.
+pub(crate) unsafe fn query<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    init: *mut bindings::ib_qp_init_attr,
+) -> Result {
+    // SAFETY: Per the safety requirement.
+    let (this, attr, init) = unsafe { (Qp::<T>::from_raw(qp), &mut *attr, &mut *init) };
+    let q = T::query_qp(this)?;
+    q.attr.write_to(attr);
+    q.caps.write_to(&mut attr.cap);
+    q.caps.write_to(&mut init.cap);
+    init.sq_sig_type = if q.sig_all {
+        bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
+    // SAFETY: Set at creation.
+    unsafe {
+        init.qp_type = (*qp).qp_type;
+        init.send_cq = (*qp).send_cq;
+        init.recv_cq = (*qp).recv_cq;
+    }
+    Ok(())
+}
+
+/// Drops the provider data before the core frees the object.
+///
+/// # Safety
+///
+/// `qp` was initialised by [`create`] and this is the last use of its data.
+pub(crate) unsafe fn drop_data<T: Driver>(qp: *mut bindings::ib_qp) {
+    // SAFETY: Per the safety requirement.
+    unsafe { Object::<T>::drop_data(qp) };
+}
