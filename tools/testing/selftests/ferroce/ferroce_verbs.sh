@@ -22,7 +22,7 @@ ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 "$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
 [ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
-ktap_set_plan 7
+ktap_set_plan 9
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -56,5 +56,35 @@ ktap_test_result "rdma-core pyverbs: test_device.DeviceTest" rdma_core_tests tes
 # RC, UC and UD creation, query and modify (raw packet QPs are not a RoCE feature).
 ktap_test_result "rdma-core pyverbs: test_qp.QPTest (RC, UC, UD)" \
 	rdma_core_tests -k _rc_ -k _uc_ -k _ud_ tests.test_qp.QPTest
+
+# removed_under_a_process HOW: a process holds mapped CQ/QP rings, a pinned MR and a PD while
+# the device goes (HOW: "netdev" deletes the veth, "rmmod" unloads the module). The process
+# must survive and exit cleanly, and the module must unload afterwards.
+removed_under_a_process() {
+	local out="$WORK/holder.out"
+	rdma dev show fer0 >/dev/null 2>&1 || {
+		modprobe rdma_rxe && ip link add fvv0 type veth peer name fvv1 && ip link set fvv0 up &&
+			rdma link add fer0 type rxe netdev fvv0
+	} || return 1
+	coproc HOLDER { "$PY" "$DIR/ferroce_holder.py" fer0 >"$out" 2>&1; }
+	local i
+	for i in $(seq 100); do grep -q ready "$out" && break; sleep 0.1; done
+	grep -q ready "$out" || { cat "$out"; return 1; }
+	case $1 in
+	netdev) ip link del fvv0 ;;
+	rmmod) modprobe -r rdma_rxe ;;
+	esac || return 1
+	for i in $(seq 50); do rdma dev show fer0 >/dev/null 2>&1 || break; sleep 0.2; done
+	echo >&"${HOLDER[1]}"
+	wait "$HOLDER_PID"
+	local rc=$?
+	sed 's/^/# /' "$out"
+	[ "$rc" -eq 0 ] && grep -q done "$out" && ! rdma dev show fer0 >/dev/null 2>&1 &&
+		{ ! lsmod | grep -q '^rdma_rxe ' || modprobe -r rdma_rxe; }
+}
+ktap_test_result "netdev deleted under a process holding rings, MR, QP: it survives" \
+	removed_under_a_process netdev
+ktap_test_result "module unloaded under a process holding rings, MR, QP: it survives" \
+	removed_under_a_process rmmod
 
 ktap_finished
