@@ -30,8 +30,11 @@ __rust_helper struct net *rust_helper_dev_net_rcu(const struct net_device *dev)
 	return dev_net_rcu(dev);
 }
 
+#if IS_ENABLED(CONFIG_RUST_RDMA_ABSTRACTIONS)
+/* Only with the users of kernel::net::udp_tunnel, which make UDP tunnels (and IPv6) built in. */
 __rust_helper int rust_helper_udp_sock_create(struct net *net, struct udp_port_cfg *cfg,
 					      struct socket **sockp)
 {
 	return udp_sock_create(net, cfg, sockp);
 }
+#endif

@@ -56,6 +56,10 @@ impl Namespace {
     }
 
     /// Returns the per-namespace data of `T`, or `None` while `T` is not registered.
+    ///
+    /// The borrow must end before `T`'s [`PernetRegistration`] is dropped; callers are the
+    /// registering module's own paths, which its teardown order fences (the registration goes
+    /// last).
     pub fn data<T: Pernet>(&self) -> Option<&T::Data> {
         let id = T::ID.get()?;
         // SAFETY: `T` is registered, so every live namespace has an initialised slot for `id`
@@ -101,6 +105,7 @@ unsafe impl Sync for Namespace {}
 pub struct PernetId {
     id: Opaque<c_uint>,
     registered: AtomicBool,
+    claimed: AtomicBool,
 }
 
 impl PernetId {
@@ -109,6 +114,7 @@ impl PernetId {
         Self {
             id: Opaque::new(0),
             registered: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
         }
     }
 
@@ -163,9 +169,18 @@ unsafe impl<T: Pernet> Sync for PernetRegistration<T> {}
 impl<T: Pernet> PernetRegistration<T> {
     /// Registers `T`: runs [`Pernet::init`] for every existing namespace and later ones.
     pub fn register() -> impl PinInit<Self, Error> {
+        const {
+            // The core kzallocs the slot: kmalloc's alignment must do for `T::Data`.
+            assert!(core::mem::align_of::<T::Data>() <= bindings::ARCH_KMALLOC_MINALIGN as usize);
+        }
         try_pin_init!(Self {
             ops <- Opaque::try_ffi_init(|slot: *mut bindings::pernet_operations| {
-                if T::ID.registered.load(Ordering::Relaxed) {
+                // Claims the id; a second registration of `T` fails here.
+                if T::ID
+                    .claimed
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
                     return Err(EEXIST);
                 }
                 // SAFETY: `slot` is valid for writes; all-zero is a valid `pernet_operations`.
@@ -177,7 +192,10 @@ impl<T: Pernet> PernetRegistration<T> {
                     (*slot).size = core::mem::size_of::<T::Data>();
                 }
                 // SAFETY: `slot` is pinned until `drop` unregisters it.
-                to_result(unsafe { bindings::register_pernet_subsys(slot) })?;
+                if let Err(e) = to_result(unsafe { bindings::register_pernet_subsys(slot) }) {
+                    T::ID.claimed.store(false, Ordering::Release);
+                    return Err(e);
+                }
                 T::ID.registered.store(true, Ordering::Release);
                 Ok(())
             }),
@@ -216,5 +234,6 @@ impl<T: Pernet> PinnedDrop for PernetRegistration<T> {
         T::ID.registered.store(false, Ordering::Release);
         // SAFETY: Registered in `register`; this runs `exit` for every namespace.
         unsafe { bindings::unregister_pernet_subsys(self.ops.get()) };
+        T::ID.claimed.store(false, Ordering::Release);
     }
 }

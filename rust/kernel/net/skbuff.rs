@@ -74,7 +74,12 @@ impl SkBuff {
         unsafe {
             let net = bindings::skb_network_header(skb);
             let data = (*skb).data;
-            let before = usize::try_from(data.offset_from(net)).ok()?;
+            // Integer math: an unset header lies outside the buffer, where pointer offsets
+            // would be undefined.
+            let before = (data as usize).checked_sub(net as usize)?;
+            if before > (data as usize).wrapping_sub((*skb).head as usize) {
+                return None;
+            }
             let headlen = bindings::skb_headlen(skb) as usize;
             Some((core::slice::from_raw_parts(net, before + headlen), before))
         }
@@ -96,5 +101,5 @@ impl Drop for SkBuff {
     }
 }
 
-// SAFETY: An owned skb may be handed to and freed on any CPU.
-unsafe impl Send for SkBuff {}
+// Not `Send`: `dev()` relies on the receive path that handed the skb over still running. A
+// version that outlives it needs to take a device reference first.

@@ -60,9 +60,26 @@ impl<T: Driver> Cq<T> {
         self.0.get()
     }
 
+    /// Records the CQ's real size, which the core reports to the consumer.
+    ///
+    /// Resizes of one CQ may run concurrently (the core looks the CQ up shared): call it under
+    /// the lock that orders them.
+    pub fn set_cqe(&self, cqe: u32) {
+        let cq = self.0.c_ptr();
+        // SAFETY: `cqe` is an `int` the provider owns; writers are serialised by the caller and
+        // the core reads it once the command is done.
+        unsafe {
+            core::ptr::write_volatile(
+                &raw mut (*cq).cqe,
+                c_int::try_from(cqe).unwrap_or(c_int::MAX),
+            )
+        };
+    }
+
     /// Tells the consumer that completions are waiting (its `comp_handler`).
     ///
-    /// Call it at most once per arming by [`Driver::req_notify_cq`]; any context.
+    /// Call it at most once per arming by [`Driver::req_notify_cq`]; any context. (Kernel CQs,
+    /// whose handler the core sets only after create, are not supported yet.)
     pub fn raise_completion_event(&self) {
         let cq = self.0.c_ptr();
         // SAFETY: The core set `comp_handler` and `cq_context` before create and keeps them while
@@ -120,10 +137,7 @@ pub(crate) unsafe fn resize<T: Driver>(
     // SAFETY: Per the safety requirement.
     let (this, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
     let mut udata = udata.ok_or(EINVAL)?;
-    let cqe = T::resize_cq(this, cqe, &mut udata)?;
-    // SAFETY: The core serialises commands on one CQ; `cqe` is the core's to read after this.
-    unsafe { (*cq).cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX) };
-    Ok(())
+    T::resize_cq(this, cqe, &mut udata)
 }
 
 /// `ops.req_notify_cq`: returns whether completions were missed (1) or not (0).

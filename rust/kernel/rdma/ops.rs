@@ -69,8 +69,9 @@ pub trait Driver: Sized + 'static {
         udata: Option<&mut Udata<'_>>,
     ) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
 
-    /// Resizes a user completion queue to at least `cqe` entries; returns the real size.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result<u32>;
+    /// Resizes a user completion queue to at least `cqe` entries, recording the real size with
+    /// [`Cq::set_cqe`].
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result;
 
     /// Arms the completion event; returns whether completions are already waiting (only asked
     /// for with [`NotifyFlags::report_missed`]).
@@ -99,6 +100,9 @@ pub trait Driver: Sized + 'static {
 
     /// Reports a queue pair's attributes.
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
+
+    /// User space posted to the send queue ring.
+    fn doorbell(qp: &Qp<Self>) -> Result;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts
@@ -405,6 +409,21 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibqp` was initialised by `create_qp`; `bad_wr` is valid for writes.
+    unsafe extern "C" fn post_send(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { qp::post_send::<T>(ibqp, wr, bad_wr)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was initialised by `create_qp`; the core frees it after this returns 0.
     unsafe extern "C" fn destroy_qp(
         ibqp: *mut bindings::ib_qp,
@@ -506,6 +525,7 @@ impl<T: Driver> OpsVTable<T> {
         modify_qp: Some(Self::modify_qp),
         query_qp: Some(Self::query_qp),
         destroy_qp: Some(Self::destroy_qp),
+        post_send: Some(Self::post_send),
         size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),

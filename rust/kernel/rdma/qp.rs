@@ -205,29 +205,50 @@ impl AhAttr {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttrMask(u32);
 
-#[allow(missing_docs)]
 impl AttrMask {
+    /// The target state.
     pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// The state the caller believes the QP is in.
     pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// Notify when the SQ drains.
     pub const EN_SQD_ASYNC_NOTIFY: u32 = bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+    /// Remote access rights.
     pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// P_Key index.
     pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// Port number.
     pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// Q_Key (UD).
     pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// Path to the peer.
     pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// Path MTU.
     pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// Local ACK timeout.
     pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// Transport retry count.
     pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// RNR retry count.
     pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// Expected receive PSN.
     pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// Outstanding reads/atomics as requester.
     pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// Alternate path (unsupported).
     pub const ALT_PATH: u32 = bindings::ib_qp_attr_mask_IB_QP_ALT_PATH;
+    /// RNR NAK timer.
     pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// First send PSN.
     pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// Outstanding reads/atomics as responder.
     pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// Path migration state.
     pub const PATH_MIG_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+    /// Queue sizes (unsupported in modify).
     pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// Peer QP number.
     pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+    /// Rate limit (unsupported).
     pub const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
 
     /// Whether any of `bits` is set.
@@ -243,26 +264,42 @@ impl AttrMask {
 
 /// A QP's modifiable attributes (`struct ib_qp_attr`, without alternate paths).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub struct QpAttr {
+    /// State (target of a modify).
     pub state: QpState,
+    /// State the caller believes the QP is in.
     pub cur_state: QpState,
     /// `IB_MTU_*` (1 = 256 ... 5 = 4096).
     pub path_mtu: u32,
+    /// Q_Key.
     pub qkey: u32,
+    /// Expected receive PSN.
     pub rq_psn: u32,
+    /// Next send PSN.
     pub sq_psn: u32,
+    /// Peer QP number.
     pub dest_qp_num: u32,
+    /// `IB_ACCESS_REMOTE_*` rights.
     pub access_flags: u32,
+    /// Path to the peer.
     pub ah: AhAttr,
+    /// P_Key index.
     pub pkey_index: u16,
+    /// Notify when the SQ drains.
     pub en_sqd_async_notify: u8,
+    /// Outstanding reads/atomics as requester.
     pub max_rd_atomic: u8,
+    /// Outstanding reads/atomics as responder.
     pub max_dest_rd_atomic: u8,
+    /// RNR NAK timer code.
     pub min_rnr_timer: u8,
+    /// Port number.
     pub port: u32,
+    /// Local ACK timeout code.
     pub timeout: u8,
+    /// Transport retries.
     pub retry_cnt: u8,
+    /// RNR retries (7: infinite).
     pub rnr_retry: u8,
 }
 
@@ -271,40 +308,44 @@ impl QpAttr {
     ///
     /// `a` is a modify request from the core; for `AV`, its `sgid_attr` is valid.
     unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: AttrMask) -> Result<Self> {
-        Ok(Self {
-            state: if mask.has(AttrMask::STATE) {
-                QpState::from_raw(a.qp_state)?
-            } else {
-                QpState::Reset
-            },
-            cur_state: if mask.has(AttrMask::CUR_STATE) {
-                QpState::from_raw(a.cur_qp_state)?
-            } else {
-                QpState::Reset
-            },
-            path_mtu: a.path_mtu,
-            qkey: a.qkey,
-            rq_psn: a.rq_psn,
-            sq_psn: a.sq_psn,
-            dest_qp_num: a.dest_qp_num,
+        // Only the fields `mask` names are read: kernel callers leave the others unset.
+        let mut out = Self::default();
+        if mask.has(AttrMask::STATE) {
+            out.state = QpState::from_raw(a.qp_state)?;
+        }
+        if mask.has(AttrMask::CUR_STATE) {
+            out.cur_state = QpState::from_raw(a.cur_qp_state)?;
+        }
+        if mask.has(AttrMask::AV) {
+            // SAFETY: Per the safety requirement.
+            out.ah = unsafe { AhAttr::from_raw(&a.ah_attr) };
+        }
+        if mask.has(AttrMask::ACCESS_FLAGS) {
             // CAST: A bit mask.
-            access_flags: a.qp_access_flags as u32,
-            ah: if mask.has(AttrMask::AV) {
-                // SAFETY: Per the safety requirement.
-                unsafe { AhAttr::from_raw(&a.ah_attr) }
-            } else {
-                AhAttr::default()
-            },
-            pkey_index: a.pkey_index,
-            en_sqd_async_notify: a.en_sqd_async_notify,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            min_rnr_timer: a.min_rnr_timer,
-            port: a.port_num,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
-        })
+            out.access_flags = a.qp_access_flags as u32;
+        }
+        macro_rules! read {
+            ($($bit:ident => $field:ident = $c:ident),* $(,)?) => {
+                $(if mask.has(AttrMask::$bit) { out.$field = a.$c; })*
+            };
+        }
+        read!(
+            PATH_MTU => path_mtu = path_mtu,
+            QKEY => qkey = qkey,
+            RQ_PSN => rq_psn = rq_psn,
+            SQ_PSN => sq_psn = sq_psn,
+            DEST_QPN => dest_qp_num = dest_qp_num,
+            PKEY_INDEX => pkey_index = pkey_index,
+            EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify = en_sqd_async_notify,
+            MAX_QP_RD_ATOMIC => max_rd_atomic = max_rd_atomic,
+            MAX_DEST_RD_ATOMIC => max_dest_rd_atomic = max_dest_rd_atomic,
+            MIN_RNR_TIMER => min_rnr_timer = min_rnr_timer,
+            PORT => port = port_num,
+            TIMEOUT => timeout = timeout,
+            RETRY_CNT => retry_cnt = retry_cnt,
+            RNR_RETRY => rnr_retry = rnr_retry,
+        );
+        Ok(out)
     }
 
     fn write_to(&self, a: &mut bindings::ib_qp_attr) {
@@ -403,6 +444,19 @@ impl<T: Driver> Qp<T> {
         self.0.get()
     }
 
+    /// The CQ of send completions; it outlives the QP (the core counts its users).
+    pub fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: Set by the core before create to a live CQ of `T` (checked non-NULL there),
+        // which cannot be destroyed while this QP uses it.
+        unsafe { Cq::<T>::from_raw((*self.0.c_ptr()).send_cq) }
+    }
+
+    /// The CQ of receive completions; as for [`Self::send_cq`].
+    pub fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: As in `send_cq`; `create` refused a NULL `recv_cq`.
+        unsafe { Cq::<T>::from_raw((*self.0.c_ptr()).recv_cq) }
+    }
+
     /// The QP number.
     pub fn qpn(&self) -> u32 {
         // SAFETY: Set at creation and not changed after.
@@ -422,13 +476,7 @@ pub(crate) unsafe fn create<T: Driver>(
     udata: *mut bindings::ib_udata,
 ) -> Result {
     // SAFETY: Per the safety requirement.
-    let (pd, init, mut udata) = unsafe {
-        (
-            Pd::<T>::from_raw((*qp).pd),
-            &mut *init,
-            Udata::from_raw(udata),
-        )
-    };
+    let (init, mut udata) = unsafe { (&mut *init, Udata::from_raw(udata)) };
     if !init.srq.is_null() || !init.xrcd.is_null() || init.send_cq.is_null() {
         return Err(EOPNOTSUPP);
     }
@@ -438,8 +486,11 @@ pub(crate) unsafe fn create<T: Driver>(
     if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
+    let qp_type = QpType::from_raw(init.qp_type)?;
+    // SAFETY: Per the safety requirement; every type accepted above has a PD.
+    let pd = unsafe { Pd::<T>::from_raw((*qp).pd) };
     let request = QpInit {
-        qp_type: QpType::from_raw(init.qp_type)?,
+        qp_type,
         caps: QpCaps::from_raw(&init.cap),
         // SAFETY: Per the safety requirement the CQs are live CQs of `T`, and the core holds
         // them (usecnt) while the QP exists.
@@ -509,6 +560,26 @@ pub(crate) unsafe fn query<T: Driver>(
         init.recv_cq = (*qp).recv_cq;
     }
     Ok(())
+}
+
+/// `ops.post_send`. User QPs ring the doorbell with an empty list (their WQEs are in the
+/// shared ring); work request lists from kernel consumers are not supported yet.
+///
+/// # Safety
+///
+/// `qp` was initialised by [`create`]; `bad_wr` is valid for writes when `wr` is not NULL.
+pub(crate) unsafe fn post_send<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad_wr: *mut *const bindings::ib_send_wr,
+) -> Result {
+    if !wr.is_null() {
+        // SAFETY: Per the safety requirement.
+        unsafe { *bad_wr = wr };
+        return Err(EOPNOTSUPP);
+    }
+    // SAFETY: Per the safety requirement.
+    T::doorbell(unsafe { Qp::<T>::from_raw(qp) })
 }
 
 /// Drops the provider data before the core frees the object.

@@ -17,7 +17,7 @@ use core::ptr::NonNull;
 /// the region starts `offset` bytes into the first page and is `len` bytes long.
 pub struct UserMem {
     umem: NonNull<bindings::ib_umem>,
-    pages: KVec<NonNull<bindings::page>>,
+    pages: KVVec<NonNull<bindings::page>>,
     offset: usize,
     len: usize,
 }
@@ -45,7 +45,7 @@ impl UserMem {
         let umem = unsafe { NonNull::new_unchecked(umem) };
         let mut this = Self {
             umem,
-            pages: KVec::new(),
+            pages: KVVec::new(),
             offset: addr_ul % bindings::PAGE_SIZE,
             len: len_sz,
         };
@@ -54,6 +54,9 @@ impl UserMem {
     }
 
     fn collect_pages(&mut self) -> Result {
+        let needed = (self.offset + self.len).div_ceil(bindings::PAGE_SIZE);
+        // One allocation (vmalloc'd if large): a 1 GiB region has 256Ki pages.
+        self.pages.reserve(needed, GFP_KERNEL)?;
         let umem = self.umem.as_ptr();
         // SAFETY: `umem` is live; its table lists the pinned pages.
         unsafe {
@@ -65,7 +68,6 @@ impl UserMem {
                 self.pages.push(page, GFP_KERNEL)?;
             }
         }
-        let needed = (self.offset + self.len).div_ceil(bindings::PAGE_SIZE);
         if self.pages.len() < needed {
             return Err(EINVAL);
         }

@@ -91,8 +91,8 @@ impl PortsUse {
                 p.v4 = Some(Socket::new(&net, Family::Inet, ROCE_V2_UDP_PORT)?);
                 p.v6 = match Socket::new(&net, Family::Inet6, ROCE_V2_UDP_PORT) {
                     Ok(s) => Some(s),
-                    // IPv6 disabled at boot: IPv4 alone still works.
-                    Err(e) if e == EAFNOSUPPORT => None,
+                    // IPv6 disabled at boot or built out: IPv4 alone still works.
+                    Err(e) if e == EAFNOSUPPORT || e == EPFNOSUPPORT => None,
                     Err(e) => {
                         let sockets = p.take_sockets();
                         drop(p);
@@ -111,7 +111,8 @@ impl Drop for PortsUse {
     fn drop(&mut self) {
         let sockets = {
             let mut p = self.0.ports.lock();
-            p.users = p.users.saturating_sub(1);
+            // Every `PortsUse` counted itself in `get`.
+            p.users -= 1;
             if p.users == 0 {
                 p.take_sockets()
             } else {
