@@ -13,7 +13,7 @@ macro_rules! counters {
         /// One port counter.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr(usize)]
-        #[allow(dead_code, reason = "most are set by the data path (queue pairs), still to come")]
+        #[expect(dead_code, reason = "most are set by the data path (queue pairs), still to come")]
         pub(crate) enum Counter {
             $(
                 $variant,

@@ -3,24 +3,25 @@
 //! Completion queues: a ring of `ib_uverbs_wc` entries shared with rdma-core's rxe provider,
 //! which polls it without system calls.
 
-use crate::{device::Ferroce, limits, proto::ring};
+use crate::{
+    device::Ferroce,
+    limits,
+    proto::wqe::Completion,
+    queue::{mminfo, Ring, MMINFO_SIZE},
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     new_spinlock,
     prelude::*,
     rdma::{
         cq::{Cq, CqAttr, NotifyFlags},
-        mmap::{MmapInfo, SharedMem},
+        mmap::MmapInfo,
         udata::Udata,
     },
     sync::SpinLock,
 };
 
-/// Size of `struct ib_uverbs_wc`, the CQE user space reads.
-const UVERBS_WC_SIZE: usize = 48;
-
-/// Size of `struct rxe_create_cq_resp` and `struct rxe_resize_cq_resp`: one `struct mminfo`.
-const MMINFO_SIZE: usize = 16;
+use crate::proto::wqe::UVERBS_WC_SIZE;
 
 /// Not armed: completions raise no event.
 const DISARMED: u32 = 0;
@@ -29,31 +30,27 @@ const ARMED_SOLICITED: u32 = 1;
 /// Armed for the next completion.
 const ARMED_NEXT: u32 = 2;
 
-/// One ring: the shared memory and its shape.
-struct CqRing {
-    mem: SharedMem,
-    geo: ring::Geometry,
-}
+/// The CQ ring; the kernel produces, user space consumes.
+struct CqRing(Ring);
 
 impl CqRing {
-    /// Allocates a ring for `entries` CQEs and fills its header; with `udata`, it is mappable.
+    /// Allocates a ring for `entries` CQEs; with `udata`, it is mappable.
     fn new(entries: u32, udata: Option<&Udata<'_>>) -> Result<(Self, MmapInfo)> {
-        let geo = ring::Geometry::new(entries, UVERBS_WC_SIZE, limits::DEVICE_LIMITS.max_cqe)
-            .ok_or(EINVAL)?;
-        let (mem, info) = SharedMem::new(geo.bytes().ok_or(EINVAL)?, udata)?;
-        mem.u32_at(ring::LOG2_ELEM_SIZE_OFFSET)?
-            .store(geo.log2_elem(), Ordering::Relaxed);
-        mem.u32_at(ring::INDEX_MASK_OFFSET)?
-            .store(geo.mask(), Ordering::Relaxed);
-        Ok((Self { mem, geo }, info))
+        let (ring, info) = Ring::new(
+            entries,
+            UVERBS_WC_SIZE,
+            limits::DEVICE_LIMITS.max_cqe,
+            udata,
+        )?;
+        Ok((Self(ring), info))
     }
 
     fn producer(&self) -> Result<&AtomicU32> {
-        self.mem.u32_at(ring::PRODUCER_OFFSET)
+        self.0.producer()
     }
 
     fn consumer(&self) -> Result<&AtomicU32> {
-        self.mem.u32_at(ring::CONSUMER_OFFSET)
+        self.0.consumer()
     }
 
     /// CQEs waiting for the consumer. The consumer index is user-written: only its masked value
@@ -61,32 +58,40 @@ impl CqRing {
     fn pending(&self) -> Result<u32> {
         let prod = self.producer()?.load(Ordering::Relaxed);
         let cons = self.consumer()?.load(Ordering::Acquire);
-        Ok(self.geo.count(prod, cons))
+        Ok(self.0.geo.count(prod, cons))
+    }
+
+    /// Appends one CQE; `ENOSPC` if the consumer has not made room.
+    fn push(&self, cqe: &[u8; UVERBS_WC_SIZE]) -> Result {
+        let prod = self.producer()?.load(Ordering::Relaxed);
+        let cons = self.consumer()?.load(Ordering::Acquire);
+        if self.0.geo.is_full(prod, cons) {
+            return Err(ENOSPC);
+        }
+        self.0.mem.write(self.0.geo.slot_offset(prod), cqe)?;
+        // Publishes the CQE: the consumer reads the slot after seeing the index.
+        self.producer()?
+            .store(self.0.geo.next(prod), Ordering::Release);
+        Ok(())
     }
 
     /// Moves the waiting CQEs of `old` to the start of `self`.
     fn take_entries_from(&self, old: &CqRing) -> Result {
         let cons = old.consumer()?.load(Ordering::Acquire);
         let n = old.pending()?;
-        if n > self.geo.capacity() {
+        if n > self.0.geo.capacity() {
             return Err(EINVAL);
         }
         let mut cqe = [0u8; UVERBS_WC_SIZE];
         for i in 0..n {
-            old.mem
-                .read(old.geo.slot_offset(cons.wrapping_add(i)), &mut cqe)?;
-            self.mem.write(self.geo.slot_offset(i), &cqe)?;
+            old.0
+                .mem
+                .read(old.0.geo.slot_offset(cons.wrapping_add(i)), &mut cqe)?;
+            self.0.mem.write(self.0.geo.slot_offset(i), &cqe)?;
         }
         self.producer()?.store(n, Ordering::Release);
         Ok(())
     }
-}
-
-fn mminfo_bytes(info: &MmapInfo) -> [u8; MMINFO_SIZE] {
-    let mut out = [0u8; MMINFO_SIZE];
-    out[..8].copy_from_slice(&info.offset.to_ne_bytes());
-    out[8..12].copy_from_slice(&info.size.to_ne_bytes());
-    out
 }
 
 /// A completion queue.
@@ -112,8 +117,8 @@ impl FerroceCq {
             return Err(EINVAL);
         }
         let (ring, info) = CqRing::new(attr.cqe, Some(udata))?;
-        udata.write(&mminfo_bytes(&info))?;
-        let cqe = ring.geo.capacity();
+        udata.write(&mminfo(&info))?;
+        let cqe = ring.0.geo.capacity();
         Ok((
             cqe,
             try_pin_init!(Self {
@@ -124,23 +129,52 @@ impl FerroceCq {
     }
 
     /// Replaces the ring by one of at least `cqe` entries, keeping the waiting CQEs.
-    pub(crate) fn resize(cq: &Cq<Ferroce>, cqe: u32, udata: &mut Udata<'_>) -> Result<u32> {
+    pub(crate) fn resize(cq: &Cq<Ferroce>, cqe: u32, udata: &mut Udata<'_>) -> Result {
         if udata.outlen() < MMINFO_SIZE {
             return Err(EINVAL);
         }
         let this = cq.data();
         // Allocate and answer outside the lock: on a later failure user space ignores the answer.
         let (new, info) = CqRing::new(cqe, Some(udata))?;
-        let capacity = new.geo.capacity();
-        udata.write(&mminfo_bytes(&info))?;
-        let old = {
+        let capacity = new.0.geo.capacity();
+        udata.write(&mminfo(&info))?;
+        // Whichever ring loses is freed after the lock: freeing may sleep.
+        let swapped = {
             let mut ring = this.ring.lock();
             // Fails if more CQEs wait than the new ring holds.
-            new.take_entries_from(&ring)?;
-            core::mem::replace(&mut *ring, new)
+            match new.take_entries_from(&ring) {
+                Ok(()) => {
+                    cq.set_cqe(capacity);
+                    Ok(core::mem::replace(&mut *ring, new))
+                }
+                Err(e) => Err((e, new)),
+            }
         };
-        drop(old);
-        Ok(capacity)
+        match swapped {
+            Ok(old) => {
+                drop(old);
+                Ok(())
+            }
+            Err((e, new)) => {
+                drop(new);
+                Err(e)
+            }
+        }
+    }
+
+    /// Adds a completion and raises the completion event if it was armed.
+    ///
+    /// `ENOSPC` if the CQ is full (the consumer fell behind): the completion is lost, as on
+    /// hardware, where the CQ would go to an error state.
+    pub(crate) fn post(cq: &Cq<Ferroce>, c: &Completion) -> Result {
+        let this = cq.data();
+        this.ring.lock().push(&c.encode())?;
+        // Any completion fires "next"; error completions (all there are until the data path
+        // lands) also fire "next solicited".
+        if this.armed.swap(DISARMED, Ordering::AcqRel) != DISARMED {
+            cq.raise_completion_event();
+        }
+        Ok(())
     }
 
     /// Arms the completion event.

@@ -64,7 +64,7 @@ impl FerroceDevice {
     }
 }
 
-/// Per-user-context state (nothing yet: no mmap'd objects).
+/// Per-user-context state: none (mapped rings are tracked by the core's mmap entries).
 pub(crate) struct Ucontext;
 
 /// Per-protection-domain state: none; objects refer to their PD by its id.
@@ -152,7 +152,7 @@ impl Driver for Ferroce {
         FerroceCq::create(attr, udata)
     }
 
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result<u32> {
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut Udata<'_>) -> Result {
         FerroceCq::resize(cq, cqe, udata)
     }
 
@@ -186,6 +186,10 @@ impl Driver for Ferroce {
 
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
         FerroceQp::query(qp)
+    }
+
+    fn doorbell(qp: &Qp<Self>) -> Result {
+        FerroceQp::doorbell(qp)
     }
 
     const PORT_STATS: &'static [StatDesc] = &DESCS;

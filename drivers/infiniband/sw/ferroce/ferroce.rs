@@ -23,6 +23,7 @@ mod proto;
 #[cfg(CONFIG_KUNIT)]
 mod proto_kunit;
 mod qp;
+mod queue;
 mod recv;
 
 use device::Ferroce;

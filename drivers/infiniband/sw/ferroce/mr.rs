@@ -25,7 +25,7 @@ const REMOTE_ACCESS: u32 = 0x2 | 0x4 | 0x8;
 
 /// What the data path needs of a region; shared with work in flight, so a deregistered region's
 /// pages stay pinned until that work is done.
-#[allow(
+#[expect(
     dead_code,
     reason = "read by the data path (queue pairs), still to come"
 )]

@@ -3,7 +3,13 @@
 //! Queue pairs: numbers, work queue rings shared with rdma-core's rxe provider, and the
 //! attribute and state machine of `ibv_modify_qp`.
 
-use crate::{device::Ferroce, limits, proto::ring};
+use crate::{
+    cq::FerroceCq,
+    device::Ferroce,
+    limits,
+    proto::wqe::{self, Completion, SendWqe, WcOpcode},
+    queue::{mminfo, Ring, MMINFO_SIZE},
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     new_mutex,
@@ -11,7 +17,10 @@ use kernel::{
     rdma::{
         mmap::{MmapInfo, SharedMem},
         pd::Pd,
-        qp::{transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpQuery, QpType},
+        qp::{
+            transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpQuery, QpState,
+            QpType,
+        },
         udata::Udata,
     },
     sync::{Arc, Mutex},
@@ -27,41 +36,57 @@ const SGE_SIZE: usize = 16;
 /// Largest inline send.
 const MAX_INLINE_DATA: u32 = 512;
 /// `struct rxe_create_qp_resp`: the RQ's then the SQ's `struct mminfo`.
-const CREATE_QP_RESP_SIZE: usize = 32;
+const CREATE_QP_RESP_SIZE: usize = 2 * MMINFO_SIZE;
 /// User QPs are numbered from here; lower ones are reserved (QP0, QP1).
 const FIRST_QPN: u32 = 16;
 /// QP numbers are 24 bits.
 const QPN_LIMIT: u32 = 1 << 24;
 
-/// One work queue ring in shared memory.
-#[allow(
-    dead_code,
-    reason = "the data path (posting, processing) is still to come"
-)]
-struct WorkRing {
-    mem: SharedMem,
-    geo: ring::Geometry,
-}
+/// A send or receive ring; user space produces, the kernel consumes.
+struct WorkRing(Ring);
 
 impl WorkRing {
     fn new(entries: u32, elem: usize, udata: Option<&Udata<'_>>) -> Result<(Self, MmapInfo)> {
         // The provider needs a slot even for a queue of zero WRs.
-        let geo = ring::Geometry::new(entries.max(1), elem, limits::DEVICE_LIMITS.max_qp_wr)
-            .ok_or(EINVAL)?;
-        let (mem, info) = SharedMem::new(geo.bytes().ok_or(EINVAL)?, udata)?;
-        mem.u32_at(ring::LOG2_ELEM_SIZE_OFFSET)?
-            .store(geo.log2_elem(), Ordering::Relaxed);
-        mem.u32_at(ring::INDEX_MASK_OFFSET)?
-            .store(geo.mask(), Ordering::Relaxed);
-        Ok((Self { mem, geo }, info))
+        let (ring, info) = Ring::new(entries.max(1), elem, limits::DEVICE_LIMITS.max_qp_wr, udata)?;
+        Ok((Self(ring), info))
+    }
+
+    /// Completes every WQE user space has posted, oldest first, with what `complete` makes of
+    /// it, into `cq`. `cons` is the kernel's own consumer index: the shared copy is only
+    /// written, since user space may scribble on it. Stops early if the CQ is full.
+    fn flush(
+        &self,
+        cons: &mut u32,
+        cq: &Qp<Ferroce>,
+        to_send_cq: bool,
+        mut complete: impl FnMut(&SharedMem, usize) -> Result<Completion>,
+    ) -> Result {
+        let prod = self.0.producer()?.load(Ordering::Acquire);
+        // Masked: a garbage producer index flushes at most a ring's worth of garbage WQEs.
+        for _ in 0..self.0.geo.count(prod, *cons) {
+            let c = complete(&self.0.mem, self.0.geo.slot_offset(*cons))?;
+            let target = if to_send_cq {
+                cq.send_cq()
+            } else {
+                cq.recv_cq()
+            };
+            FerroceCq::post(target, &c)?;
+            *cons = self.0.geo.next(*cons);
+            self.0.consumer()?.store(*cons, Ordering::Release);
+        }
+        Ok(())
     }
 }
 
+/// What changes under a QP's lock: its attributes and the kernel's ring positions.
+struct QpInner {
+    attr: QpAttr,
+    sq_cons: u32,
+    rq_cons: u32,
+}
+
 /// What the data path will need of a QP; shared with the device's QP table.
-#[allow(
-    dead_code,
-    reason = "the data path (posting, processing) is still to come"
-)]
 #[pin_data]
 pub(crate) struct QpShared {
     qpn: u32,
@@ -72,7 +97,31 @@ pub(crate) struct QpShared {
     caps: QpCaps,
     sig_all: bool,
     #[pin]
-    attr: Mutex<QpAttr>,
+    inner: Mutex<QpInner>,
+}
+
+impl QpShared {
+    /// Completes every posted WQE with a flush error: receives first, then sends.
+    fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+        let qpn = self.qpn;
+        self.rq.flush(&mut inner.rq_cons, qp, false, |mem, at| {
+            let mut b = [0u8; wqe::RECV_WQE_PREFIX];
+            mem.read(at, &mut b)?;
+            Ok(Completion::flushed(
+                wqe::recv_wr_id(&b),
+                WcOpcode::Recv,
+                qpn,
+            ))
+        })?;
+        self.sq.flush(&mut inner.sq_cons, qp, true, |mem, at| {
+            let mut b = [0u8; wqe::SEND_WQE_PREFIX];
+            mem.read(at, &mut b)?;
+            let w = SendWqe::decode(&b);
+            // A WQE with an opcode user space made up still completes, as a send.
+            let opcode = WcOpcode::for_send_wr(w.opcode).unwrap_or(WcOpcode::Send);
+            Ok(Completion::flushed(w.wr_id, opcode, qpn))
+        })
+    }
 }
 
 /// A device's QPs by number.
@@ -91,8 +140,8 @@ impl QpTable {
         })
     }
 
-    /// Stores `make(qpn)` under a free QP number.
-    fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<QpShared>>) -> Result<u32> {
+    /// Stores `make(qpn)` under a free QP number; returns it.
+    fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<QpShared>>) -> Result<Arc<QpShared>> {
         let qpn = {
             let span = QPN_LIMIT - FIRST_QPN;
             let qps = self.qps.lock();
@@ -108,9 +157,10 @@ impl QpTable {
             // Another create took it between the locks; rare enough to just fail the create.
             return Err(EAGAIN);
         }
-        let res = qps.store(qpn as usize, shared, GFP_ATOMIC);
+        let res = qps.store(qpn as usize, shared.clone(), GFP_ATOMIC);
         drop(qps);
-        res.map(|_| qpn).map_err(|e| e.error)
+        // On failure the store hands back its clone, freed here, after the lock.
+        res.map(|_| shared).map_err(|e| e.error)
     }
 
     fn remove(&self, qpn: u32) {
@@ -118,11 +168,6 @@ impl QpTable {
         // Freeing rings may sleep: after the lock.
         drop(removed);
     }
-}
-
-fn mminfo(info: &MmapInfo, out: &mut [u8]) {
-    out[..8].copy_from_slice(&info.offset.to_ne_bytes());
-    out[8..12].copy_from_slice(&info.size.to_ne_bytes());
 }
 
 /// The driver data of a QP.
@@ -162,21 +207,21 @@ impl FerroceQp {
         let recv_room = c.max_recv_sge as usize * SGE_SIZE;
         let (rq, rq_info) = WorkRing::new(c.max_recv_wr, RECV_WQE_HEADER + recv_room, Some(udata))?;
         let caps = QpCaps {
-            max_send_wr: sq.geo.capacity(),
-            max_recv_wr: rq.geo.capacity(),
+            max_send_wr: sq.0.geo.capacity(),
+            max_recv_wr: rq.0.geo.capacity(),
             // CAST: Bounded by the checks above (at most 512 bytes).
             max_send_sge: (send_room / SGE_SIZE) as u32,
             max_recv_sge: c.max_recv_sge,
             max_inline_data: send_room as u32,
         };
         let mut resp = [0u8; CREATE_QP_RESP_SIZE];
-        mminfo(&rq_info, &mut resp[..16]);
-        mminfo(&sq_info, &mut resp[16..]);
+        resp[..MMINFO_SIZE].copy_from_slice(&mminfo(&rq_info));
+        resp[MMINFO_SIZE..].copy_from_slice(&mminfo(&sq_info));
         udata.write(&resp)?;
 
         let table = pd.device().data().qps.clone();
         let mut rings = Some((sq, rq));
-        let qpn = table.insert(|qpn| {
+        let shared = table.insert(|qpn| {
             let (sq, rq) = rings.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 try_pin_init!(QpShared {
@@ -187,30 +232,29 @@ impl FerroceQp {
                     rq,
                     caps,
                     sig_all: init.sig_all,
-                    attr <- new_mutex!(QpAttr {
-                        port: 1,
-                        ..QpAttr::default()
+                    inner <- new_mutex!(QpInner {
+                        attr: QpAttr {
+                            port: 1,
+                            ..QpAttr::default()
+                        },
+                        sq_cons: 0,
+                        rq_cons: 0,
                     }),
                 }),
                 GFP_KERNEL,
             )
         })?;
-        let shared = table
-            .qps
-            .lock()
-            .get(qpn as usize)
-            .map(Arc::from)
-            .ok_or(EINVAL)?;
+        let qpn = shared.qpn;
         Ok((QpCreated { qpn, caps }, Ok(Self { shared, table })))
     }
 
     pub(crate) fn modify(qp: &Qp<Ferroce>, new: &QpAttr, mask: AttrMask) -> Result {
         let this = &qp.data().shared;
-        let mut attr = this.attr.lock();
+        let mut inner = this.inner.lock();
         let cur = if mask.has(AttrMask::CUR_STATE) {
             new.cur_state
         } else {
-            attr.state
+            inner.attr.state
         };
         let next = if mask.has(AttrMask::STATE) {
             new.state
@@ -221,15 +265,31 @@ impl FerroceQp {
             return Err(EINVAL);
         }
         check_attr(new, mask)?;
-        attr.update(new, mask);
-        attr.state = next;
+        inner.attr.update(new, mask);
+        inner.attr.state = next;
+        if next == QpState::Err {
+            // A full CQ loses completions (its consumer fell behind); that does not undo the
+            // transition.
+            let _ = this.flush(qp, &mut inner);
+        }
+        Ok(())
+    }
+
+    /// User space posted sends. Until the transport lands they wait; in the error state they
+    /// complete with a flush error at once.
+    pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
+        let this = &qp.data().shared;
+        let mut inner = this.inner.lock();
+        if inner.attr.state == QpState::Err {
+            this.flush(qp, &mut inner)?;
+        }
         Ok(())
     }
 
     pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<QpQuery> {
         let this = &qp.data().shared;
         Ok(QpQuery {
-            attr: *this.attr.lock(),
+            attr: this.inner.lock().attr,
             caps: this.caps,
             sig_all: this.sig_all,
         })

@@ -22,7 +22,7 @@ ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 "$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
 [ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
-ktap_set_plan 9
+ktap_set_plan 10
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -37,6 +37,8 @@ ktap_test_result "memory regions: keys, access, refusals, unpinning (ferroce_mr.
 	"$PY" "$DIR/ferroce_mr.py" fer0
 ktap_test_result "queue pairs: rings, numbers, state machine, query (ferroce_qp.py)" \
 	"$PY" "$DIR/ferroce_qp.py" fer0
+ktap_test_result "error state flushes posted WRs into the CQ rings; scribbled rings (ferroce_flush.py)" \
+	"$PY" "$DIR/ferroce_flush.py" fer0
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"

@@ -13,6 +13,7 @@ pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod psn;
 pub(crate) mod ring;
+pub(crate) mod wqe;
 
 /// The IANA UDP destination port of RoCEv2.
 pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;
