@@ -15,6 +15,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
+pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;

@@ -21,3 +21,18 @@ __rust_helper unsigned int rust_helper_skb_headlen(const struct sk_buff *skb)
 {
 	return skb_headlen(skb);
 }
+
+__rust_helper void rust_helper_skb_reserve(struct sk_buff *skb, int len)
+{
+	skb_reserve(skb, len);
+}
+
+__rust_helper void rust_helper_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+__rust_helper void rust_helper_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_dst_set(skb, dst);
+}

@@ -5,13 +5,14 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{
+    ah,
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     cq::{self, Cq, CqAttr, NotifyFlags},
     device::Device,
     mmap,
     mr::{self, MrKeys, MrRequest},
     pd::{self, Pd},
-    qp::{self, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
+    qp::{self, AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
     stats::{self, StatDesc},
     ucontext,
     udata::Udata, //
@@ -37,6 +38,8 @@ pub trait Driver: Sized + 'static {
     type Mr: Send + Sync;
     /// Per-queue-pair data.
     type Qp: Send + Sync;
+    /// Per-address-handle data.
+    type Ah: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -100,6 +103,13 @@ pub trait Driver: Sized + 'static {
 
     /// Reports a queue pair's attributes.
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
+
+    /// Creates an address handle for UD sends.
+    fn create_ah(
+        pd: &Pd<Self>,
+        attr: &AhAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<impl PinInit<Self::Ah, Error>>;
 
     /// User space posted to the send queue ring.
     fn doorbell(qp: &Qp<Self>) -> Result;
@@ -409,6 +419,30 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibah` was allocated by the core with `size_ib_ah` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn create_ah(
+        ibah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement; the core resolved `init`'s GID attribute.
+            unsafe { ah::create::<T>(ibah, init, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibah` was initialised by `create_ah`; the core frees it after this returns 0.
+    unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: Per the safety requirement.
+        unsafe { ah::drop_data::<T>(ibah) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was initialised by `create_qp`; `bad_wr` is valid for writes.
     unsafe extern "C" fn post_send(
         ibqp: *mut bindings::ib_qp,
@@ -526,6 +560,10 @@ impl<T: Driver> OpsVTable<T> {
         query_qp: Some(Self::query_qp),
         destroy_qp: Some(Self::destroy_qp),
         post_send: Some(Self::post_send),
+        create_ah: Some(Self::create_ah),
+        create_user_ah: Some(Self::create_ah),
+        destroy_ah: Some(Self::destroy_ah),
+        size_ib_ah: ah::alloc_size::<T>(),
         size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),

@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{cq::Cq, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
+use super::{cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
 use crate::{bindings, prelude::*};
 
 type Object<T> = CoreObject<bindings::ib_qp, <T as Driver>::Qp>;
@@ -160,7 +160,7 @@ impl AhAttr {
     /// # Safety
     ///
     /// `a` is a valid attribute whose `sgid_attr`, if set, is valid.
-    unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+    pub(crate) unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
         let grh = &a.grh;
         // SAFETY: Per the safety requirement.
         let (sgid, roce_v2) = unsafe {
@@ -442,6 +442,12 @@ impl<T: Driver> Qp<T> {
     /// The provider's data.
     pub fn data(&self) -> &T::Qp {
         self.0.get()
+    }
+
+    /// The device the QP belongs to.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: Set by the core at allocation; the device outlives its QPs.
+        unsafe { Device::<T>::from_raw((*self.0.c_ptr()).device) }
     }
 
     /// The CQ of send completions; it outlives the QP (the core counts its users).

@@ -29,7 +29,7 @@ use kernel::{
         mr::{MrKeys, MrRequest},
         ops::Driver,
         pd::Pd,
-        qp::{AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
+        qp::{AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
         stats::StatDesc,
         udata::Udata,
     },
@@ -58,6 +58,11 @@ pub(crate) struct FerroceDevice {
 }
 
 impl FerroceDevice {
+    /// The active IB MTU in bytes.
+    pub(crate) fn ib_mtu(&self) -> u32 {
+        self.ib_mtu.load(Ordering::Relaxed)
+    }
+
     fn set_link_mtu(&self, link_mtu: u32) {
         self.ib_mtu
             .store(mtu::ib_mtu_for_link(link_mtu), Ordering::Relaxed);
@@ -66,6 +71,14 @@ impl FerroceDevice {
 
 /// Per-user-context state: none (mapped rings are tracked by the core's mmap entries).
 pub(crate) struct Ucontext;
+
+/// An address handle: kept for kernel consumers; user WQEs carry their own address vector.
+pub(crate) struct FerroceAh {
+    _attr: AhAttr,
+}
+
+/// `struct rxe_create_ah_resp`.
+const CREATE_AH_RESP_SIZE: usize = 8;
 
 /// Per-protection-domain state: none; objects refer to their PD by its id.
 pub(crate) struct FerrocePd;
@@ -78,6 +91,7 @@ impl Driver for Ferroce {
     type Cq = FerroceCq;
     type Mr = FerroceMr;
     type Qp = FerroceQp;
+    type Ah = FerroceAh;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -186,6 +200,24 @@ impl Driver for Ferroce {
 
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
         FerroceQp::query(qp)
+    }
+
+    fn create_ah(
+        _pd: &Pd<Self>,
+        attr: &AhAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<impl PinInit<Self::Ah, Error>> {
+        if !attr.roce_v2 {
+            return Err(EINVAL);
+        }
+        if let Some(udata) = udata {
+            // `struct rxe_create_ah_resp`: AH number 0 makes rdma-core's rxe provider put the
+            // whole address vector into each WQE, which is what the send path reads.
+            if udata.outlen() >= CREATE_AH_RESP_SIZE {
+                udata.write(&[0u8; CREATE_AH_RESP_SIZE])?;
+            }
+        }
+        Ok(Ok::<_, Error>(FerroceAh { _attr: *attr }))
     }
 
     fn doorbell(qp: &Qp<Self>) -> Result {

@@ -25,6 +25,7 @@ mod proto_kunit;
 mod qp;
 mod queue;
 mod recv;
+mod send;
 
 use device::Ferroce;
 

@@ -89,10 +89,6 @@ impl MrTable {
     }
 
     /// Finds the region of `key` (a stale or forged key finds nothing).
-    #[expect(
-        dead_code,
-        reason = "used by the data path (queue pairs), still to come"
-    )]
     pub(crate) fn get(&self, key: u32) -> Option<Arc<MrState>> {
         let regions = self.regions.lock();
         let state = regions.get((key >> 8) as usize)?;

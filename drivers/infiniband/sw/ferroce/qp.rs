@@ -9,6 +9,7 @@ use crate::{
     limits,
     proto::wqe::{self, Completion, SendWqe, WcOpcode},
     queue::{mminfo, Ring, MMINFO_SIZE},
+    send,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -121,6 +122,37 @@ impl QpShared {
             let opcode = WcOpcode::for_send_wr(w.opcode).unwrap_or(WcOpcode::Send);
             Ok(Completion::flushed(w.wr_id, opcode, qpn))
         })
+    }
+}
+
+impl QpShared {
+    /// Sends every posted UD WQE, oldest first; each one's completion goes to the send CQ.
+    fn send_ud(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+        let ring = &self.sq.0;
+        let elem = 1usize << ring.geo.log2_elem();
+        let ud = send::UdQp {
+            pd: self.pd,
+            payload_room: elem - SEND_WQE_HEADER,
+            sig_all: self.sig_all,
+            qkey: inner.attr.qkey,
+        };
+        // One private copy of a slot at a time: user space cannot change a WQE under us.
+        let mut wqe = KVec::new();
+        wqe.resize(elem, 0u8, GFP_KERNEL)?;
+        let prod = ring.producer()?.load(Ordering::Acquire);
+        for _ in 0..ring.geo.count(prod, inner.sq_cons) {
+            ring.mem
+                .read(ring.geo.slot_offset(inner.sq_cons), &mut wqe)?;
+            let mut psn = inner.attr.sq_psn;
+            let done = send::send_ud(qp, &ud, &wqe, &mut psn);
+            inner.attr.sq_psn = psn;
+            inner.sq_cons = ring.geo.next(inner.sq_cons);
+            ring.consumer()?.store(inner.sq_cons, Ordering::Release);
+            if let Some(c) = done {
+                FerroceCq::post(qp.send_cq(), &c)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -280,10 +312,12 @@ impl FerroceQp {
     pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
         let this = &qp.data().shared;
         let mut inner = this.inner.lock();
-        if inner.attr.state == QpState::Err {
-            this.flush(qp, &mut inner)?;
+        match (inner.attr.state, this.qp_type) {
+            (QpState::Err, _) => this.flush(qp, &mut inner),
+            (QpState::Rts | QpState::Sqd, QpType::Ud) => this.send_ud(qp, &mut inner),
+            // RC and UC transports are still to come: their WQEs wait.
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<QpQuery> {

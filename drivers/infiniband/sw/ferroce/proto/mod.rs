@@ -6,6 +6,7 @@
 //! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
 
 pub(crate) mod bth;
+pub(crate) mod build;
 pub(crate) mod eui64;
 pub(crate) mod icrc;
 pub(crate) mod mtu;

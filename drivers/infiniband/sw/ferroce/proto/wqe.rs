@@ -15,6 +15,12 @@ pub(crate) const UVERBS_WC_SIZE: usize = 48;
 pub(crate) enum WcStatus {
     /// Done.
     Success = 0,
+    /// A length (message vs MTU or buffers) is wrong.
+    LocLenErr = 1,
+    /// The WR is not one this QP can do.
+    LocQpOpErr = 2,
+    /// An SGE names memory the QP may not use.
+    LocProtErr = 4,
     /// The QP went to the error state before this WR ran.
     WrFlushErr = 5,
 }

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending IPv4 packets that the caller builds whole (header included), through the routing
+//! table and `ip_local_out`, as tunnels without a socket of their own do.
+//!
+//! C header: [`include/net/route.h`](srctree/include/net/route.h)
+
+use super::{namespace::Namespace, netdevice::NetDevice};
+use crate::{bindings, error::from_err_ptr, prelude::*};
+
+/// Length of an IPv4 header without options.
+pub const HEADER_LEN: usize = 20;
+
+/// A route lookup's answer, held until the packet goes out on it.
+///
+/// # Invariants
+///
+/// `rt` is a route we hold a reference to.
+pub struct Route {
+    rt: *mut bindings::rtable,
+}
+
+impl Route {
+    /// Looks up the route from `saddr` to `daddr` (network order bytes), for UDP, leaving by
+    /// `oif` if it is not 0.
+    pub fn output(net: &Namespace, saddr: [u8; 4], daddr: [u8; 4], oif: i32) -> Result<Self> {
+        // SAFETY: All-zero is a valid, empty flow key.
+        let mut fl: bindings::flowi4 = unsafe { core::mem::zeroed() };
+        fl.__fl_common.flowic_oif = oif;
+        fl.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
+        fl.saddr = u32::from_ne_bytes(saddr);
+        fl.daddr = u32::from_ne_bytes(daddr);
+        // SAFETY: `net` is alive; `fl` is a valid key; no socket.
+        let rt = from_err_ptr(unsafe {
+            bindings::ip_route_output_flow(net.as_raw(), &mut fl, core::ptr::null())
+        })?;
+        // INVARIANT: A successful lookup returns a referenced route.
+        Ok(Self { rt })
+    }
+
+    /// The device the route leaves by.
+    pub fn dev(&self) -> Option<&NetDevice> {
+        // SAFETY: By the type invariant the route is alive, and it holds its device.
+        let dev = unsafe { (*self.rt).dst.__bindgen_anon_1.dev };
+        // SAFETY: As above: the device lives as long as the route.
+        (!dev.is_null()).then(|| unsafe { NetDevice::from_raw(dev) })
+    }
+
+    /// Sends `len` bytes that `fill` writes: a whole IPv4 packet. The stack sets the header's
+    /// total length and checksum; everything else is the caller's.
+    pub fn send(
+        self,
+        net: &Namespace,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result {
+        let dev = self.dev().ok_or(ENETUNREACH)?;
+        // LL_RESERVED_SPACE(): room for the link-layer header, aligned as the stack expects.
+        // SAFETY: The device is alive (held by the route).
+        let headroom = unsafe {
+            let d = dev.as_raw();
+            let hh = usize::from((*d).hard_header_len) + usize::from((*d).needed_headroom);
+            (hh & !(bindings::HH_DATA_MOD as usize - 1)) + bindings::HH_DATA_MOD as usize
+        };
+        let total = u32::try_from(headroom + len).map_err(|_| EMSGSIZE)?;
+        // SAFETY: Plain allocation; NULL on failure.
+        let skb = unsafe {
+            bindings::__alloc_skb(total, bindings::GFP_KERNEL, 0, bindings::NUMA_NO_NODE)
+        };
+        if skb.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `skb` is fresh and ours, with `total` bytes of room.
+        let res = unsafe {
+            bindings::skb_reserve(skb, headroom as c_int);
+            // CAST: `len` fit in `total` above.
+            let data = bindings::skb_put(skb, len as c_uint).cast::<u8>();
+            core::ptr::write_bytes(data, 0, len);
+            fill(core::slice::from_raw_parts_mut(data, len))
+        };
+        if let Err(e) = res {
+            // SAFETY: Still ours; `self` drops the route.
+            unsafe { bindings::kfree_skb(skb) };
+            return Err(e);
+        }
+        let rt = self.rt;
+        core::mem::forget(self);
+        // SAFETY: `skb` is ours and complete; the route's reference moves into it; the stack
+        // takes the skb whatever it returns.
+        let ret = unsafe {
+            bindings::skb_reset_network_header(skb);
+            (*skb).__bindgen_anon_4.headers.as_mut().protocol = (bindings::ETH_P_IP as u16).to_be();
+            bindings::skb_dst_set(skb, &raw mut (*rt).dst);
+            bindings::ip_local_out(net.as_raw(), core::ptr::null_mut(), skb)
+        };
+        // Positive values are congestion notices: the packet was queued or dropped like any
+        // other, which reliability above handles.
+        if ret < 0 {
+            Err(Error::from_errno(ret))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold a reference.
+        unsafe { bindings::dst_release(&raw mut (*self.rt).dst) };
+    }
+}

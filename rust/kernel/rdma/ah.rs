@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles (`struct ib_ah`): the path of UD sends.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{object::CoreObject, ops::Driver, pd::Pd, qp::AhAttr, udata::Udata};
+use crate::{bindings, prelude::*};
+
+type Object<T> = CoreObject<bindings::ib_ah, <T as Driver>::Ah>;
+
+/// The size the core allocates for one object (`ops.size_ib_ah`).
+pub(crate) const fn alloc_size<T: Driver>() -> usize {
+    Object::<T>::ALLOC_SIZE
+}
+
+/// `ops.create_ah` and `ops.create_user_ah`.
+///
+/// # Safety
+///
+/// `ah` is a zeroed allocation of [`alloc_size`] bytes with `device` and `pd` set, for a device
+/// of `T`; `init` is valid, with its `sgid_attr` resolved; `udata` is NULL or the command's.
+pub(crate) unsafe fn create<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    init: *mut bindings::rdma_ah_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    // SAFETY: Per the safety requirement.
+    let (pd, attr, mut udata) = unsafe {
+        (
+            Pd::<T>::from_raw((*ah).pd),
+            AhAttr::from_raw(&*(*init).ah_attr),
+            Udata::from_raw(udata),
+        )
+    };
+    let data = T::create_ah(pd, &attr, udata.as_mut())?;
+    // SAFETY: Per the safety requirement.
+    unsafe { Object::<T>::init(ah, data) }
+}
+
+/// Drops the provider data before the core frees the object.
+///
+/// # Safety
+///
+/// `ah` was initialised by [`create`] and this is the last use of its data.
+pub(crate) unsafe fn drop_data<T: Driver>(ah: *mut bindings::ib_ah) {
+    // SAFETY: Per the safety requirement.
+    unsafe { Object::<T>::drop_data(ah) };
+}
