@@ -7,7 +7,7 @@ use crate::{
     cq::FerroceCq,
     device::Ferroce,
     limits,
-    proto::wqe::{self, Completion, SendWqe, WcOpcode},
+    proto::wqe::{self, Completion, SendWqe, WcOpcode, SEND_WQE_HEADER, SGE_SIZE},
     queue::{mminfo, Ring, MMINFO_SIZE},
     send,
 };
@@ -28,12 +28,8 @@ use kernel::{
     xarray::{AllocKind, XArray},
 };
 
-/// Size of `struct rxe_send_wqe` before its SGEs or inline data.
-const SEND_WQE_HEADER: usize = 208;
 /// Size of `struct rxe_recv_wqe` before its SGEs.
 const RECV_WQE_HEADER: usize = 40;
-/// Size of `struct rxe_sge`.
-const SGE_SIZE: usize = 16;
 /// Largest inline send.
 const MAX_INLINE_DATA: u32 = 512;
 /// `struct rxe_create_qp_resp`: the RQ's then the SQ's `struct mminfo`.
@@ -117,10 +113,10 @@ impl QpShared {
         self.sq.flush(&mut inner.sq_cons, qp, true, |mem, at| {
             let mut b = [0u8; wqe::SEND_WQE_PREFIX];
             mem.read(at, &mut b)?;
-            let w = SendWqe::decode(&b);
+            let w = SendWqe::new(&b);
             // A WQE with an opcode user space made up still completes, as a send.
-            let opcode = WcOpcode::for_send_wr(w.opcode).unwrap_or(WcOpcode::Send);
-            Ok(Completion::flushed(w.wr_id, opcode, qpn))
+            let opcode = WcOpcode::for_send_wr(w.opcode()).unwrap_or(WcOpcode::Send);
+            Ok(Completion::flushed(w.wr_id(), opcode, qpn))
         })
     }
 }

@@ -14,59 +14,17 @@ use crate::{
         build::{build_ipv4, flow_label, ipv4_packet_len, udp_sport, Ipv4Path},
         packet::{Deth, ExtHeaders},
         psn::Psn,
-        wqe::{Completion, WcOpcode, WcStatus},
+        wqe::{
+            Completion, SendWqe, WcOpcode, WcStatus, NETWORK_IPV4, SEND_INLINE, SEND_SIGNALED,
+            SEND_SOLICITED, SGE_SIZE,
+        },
     },
 };
 use kernel::{net::ipv4::Route, prelude::*, rdma::qp::Qp};
 
-/// Offsets in `struct rxe_send_wqe` (x86-64 layout of rdma_user_rxe.h).
-mod off {
-    pub(super) const OPCODE: usize = 12;
-    pub(super) const SEND_FLAGS: usize = 16;
-    pub(super) const IMM: usize = 20;
-    pub(super) const UD_REMOTE_QPN: usize = 24;
-    pub(super) const UD_REMOTE_QKEY: usize = 28;
-    pub(super) const UD_AV: usize = 56;
-    pub(super) const AV_NETWORK_TYPE: usize = 1;
-    pub(super) const AV_FLOW_LABEL: usize = 8 + 16;
-    pub(super) const AV_HOP_LIMIT: usize = 8 + 21;
-    pub(super) const AV_TCLASS: usize = 8 + 22;
-    pub(super) const AV_SADDR4: usize = 32 + 4;
-    pub(super) const AV_DADDR4: usize = 60 + 4;
-    pub(super) const DMA_LENGTH: usize = 184;
-    pub(super) const DMA_NUM_SGE: usize = 196;
-    pub(super) const DMA_DATA: usize = 208;
-}
-
-/// `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`, `IB_SEND_INLINE`.
-const SEND_SIGNALED: u32 = 2;
-const SEND_SOLICITED: u32 = 4;
-const SEND_INLINE: u32 = 8;
-/// `RXE_NETWORK_TYPE_IPV4`.
-const NETWORK_IPV4: u8 = 1;
-/// A SGE: address, length, lkey.
-const SGE_SIZE: usize = 16;
 /// UD opcodes.
 const UD_SEND_ONLY: u8 = 0x64;
 const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u32::from_ne_bytes)
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .and_then(|s| s.try_into().ok())
-        .map_or(0, u64::from_ne_bytes)
-}
-
-fn bytes4(b: &[u8], at: usize) -> [u8; 4] {
-    b.get(at..at + 4)
-        .and_then(|s| s.try_into().ok())
-        .unwrap_or([0; 4])
-}
 
 /// What a checked UD WQE asks for.
 struct UdWork {
@@ -96,13 +54,13 @@ pub(crate) fn send_ud(
     wqe: &[u8],
     psn: &mut u32,
 ) -> Option<Completion> {
-    let wr_id = u64_at(wqe, 0);
-    let flags = u32_at(wqe, off::SEND_FLAGS);
+    let wqe = SendWqe::new(wqe);
+    let (wr_id, flags) = (wqe.wr_id(), wqe.send_flags());
     let done = |status| Completion {
         status,
         ..Completion::flushed(wr_id, WcOpcode::Send, qp.qpn())
     };
-    match prepare(qp, ud, wqe) {
+    match prepare(qp, ud, &wqe) {
         Ok((work, payload)) => {
             // A packet that cannot go out (no route, no memory) is lost, as UD allows.
             let _ = transmit(qp, &work, &payload, ud.qkey, psn);
@@ -113,22 +71,20 @@ pub(crate) fn send_ud(
     }
 }
 
-fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &[u8]) -> Result<(UdWork, KVec<u8>), WcStatus> {
-    let opcode = u32_at(wqe, off::OPCODE);
-    let flags = u32_at(wqe, off::SEND_FLAGS);
-    let imm = match opcode {
+fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KVec<u8>), WcStatus> {
+    let flags = wqe.send_flags();
+    let imm = match wqe.opcode() {
         // IB_WR_SEND, IB_WR_SEND_WITH_IMM: all a UD QP can do.
         2 => None,
-        3 => Some(u32::from_be_bytes(bytes4(wqe, off::IMM))),
+        3 => Some(wqe.imm()),
         _ => return Err(WcStatus::LocQpOpErr),
     };
-    let av = wqe.get(off::UD_AV..).ok_or(WcStatus::LocQpOpErr)?;
-    if av.get(off::AV_NETWORK_TYPE) != Some(&NETWORK_IPV4) {
+    let av = wqe.ud_av();
+    if av.network_type() != NETWORK_IPV4 {
         return Err(WcStatus::LocQpOpErr);
     }
-    let dev = qp.device().data();
-    let len = u32_at(wqe, off::DMA_LENGTH) as usize;
-    if len > dev.ib_mtu() as usize {
+    let len = wqe.length() as usize;
+    if len > qp.device().data().ib_mtu() as usize {
         return Err(WcStatus::LocLenErr);
     }
     let mut payload = KVec::new();
@@ -139,35 +95,29 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &[u8]) -> Result<(UdWork, KVec<u8>)
         if len > ud.payload_room {
             return Err(WcStatus::LocLenErr);
         }
-        let src = wqe
-            .get(off::DMA_DATA..off::DMA_DATA + len)
-            .ok_or(WcStatus::LocLenErr)?;
-        payload.copy_from_slice(src);
+        payload.copy_from_slice(wqe.inline_data(len).ok_or(WcStatus::LocLenErr)?);
     } else {
         gather(qp, ud, wqe, &mut payload)?;
     }
-    let saddr = bytes4(av, off::AV_SADDR4);
-    let daddr = bytes4(av, off::AV_DADDR4);
-    let remote_qpn = u32_at(wqe, off::UD_REMOTE_QPN) & 0xff_ffff;
-    let fl = u32_at(av, off::AV_FLOW_LABEL) & 0xf_ffff;
-    let fl = if fl == 0 {
-        flow_label(qp.qpn(), remote_qpn)
-    } else {
-        fl
+    let (saddr, daddr) = av.ipv4();
+    let remote_qpn = wqe.ud_remote_qpn();
+    let fl = match av.flow_label() {
+        0 => flow_label(qp.qpn(), remote_qpn),
+        fl => fl,
     };
     Ok((
         UdWork {
             solicited: flags & SEND_SOLICITED != 0,
             imm,
             remote_qpn,
-            remote_qkey: u32_at(wqe, off::UD_REMOTE_QKEY),
+            remote_qkey: wqe.ud_remote_qkey(),
             path: Ipv4Path {
                 saddr,
                 daddr,
-                tos: av.get(off::AV_TCLASS).copied().unwrap_or(0),
-                ttl: match av.get(off::AV_HOP_LIMIT).copied() {
-                    Some(0) | None => 64,
-                    Some(t) => t,
+                tos: av.traffic_class(),
+                ttl: match av.hop_limit() {
+                    0 => 64,
+                    t => t,
                 },
                 sport: udp_sport(fl),
             },
@@ -177,27 +127,27 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &[u8]) -> Result<(UdWork, KVec<u8>)
 }
 
 /// Copies the SGEs' bytes into `out` (as long as the WQE's total length).
-fn gather(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &[u8], out: &mut [u8]) -> Result<(), WcStatus> {
-    let num = u32_at(wqe, off::DMA_NUM_SGE) as usize;
+fn gather(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>, out: &mut [u8]) -> Result<(), WcStatus> {
+    let num = wqe.num_sge() as usize;
     if num.saturating_mul(SGE_SIZE) > ud.payload_room {
         return Err(WcStatus::LocLenErr);
     }
-    let dev = qp.device().data();
+    let mrs = &qp.device().data().mrs;
     let mut done = 0usize;
     for i in 0..num {
-        let sge = wqe
-            .get(off::DMA_DATA + i * SGE_SIZE..off::DMA_DATA + (i + 1) * SGE_SIZE)
+        let sge = wqe.sge(i).ok_or(WcStatus::LocLenErr)?;
+        let dst = done
+            .checked_add(sge.len as usize)
+            .and_then(|end| out.get_mut(done..end))
             .ok_or(WcStatus::LocLenErr)?;
-        let (addr, len, lkey) = (u64_at(sge, 0), u32_at(sge, 8) as usize, u32_at(sge, 12));
-        let dst = out.get_mut(done..done + len).ok_or(WcStatus::LocLenErr)?;
-        let mr = dev.mrs.get(lkey).ok_or(WcStatus::LocProtErr)?;
+        let mr = mrs.get(sge.lkey).ok_or(WcStatus::LocProtErr)?;
         if mr.pd != ud.pd {
             return Err(WcStatus::LocProtErr);
         }
-        let start = addr.checked_sub(mr.iova).ok_or(WcStatus::LocProtErr)?;
+        let start = sge.addr.checked_sub(mr.iova).ok_or(WcStatus::LocProtErr)?;
         let start = usize::try_from(start).map_err(|_| WcStatus::LocProtErr)?;
         mr.mem.read(start, dst).map_err(|_| WcStatus::LocProtErr)?;
-        done += len;
+        done += sge.len as usize;
     }
     if done != out.len() {
         return Err(WcStatus::LocLenErr);

@@ -104,27 +104,149 @@ impl Completion {
     }
 }
 
-/// Bytes of a send WQE that [`SendWqe::decode`] reads (`wr_id`, `opcode`, `send_flags`).
+/// Bytes of a send WQE before its SGEs or inline data (`struct rxe_send_wqe`).
+pub(crate) const SEND_WQE_HEADER: usize = 208;
+/// Bytes of a send WQE that hold `wr_id`, `opcode` and `send_flags`.
 pub(crate) const SEND_WQE_PREFIX: usize = 20;
+/// Size of `struct rxe_sge`.
+pub(crate) const SGE_SIZE: usize = 16;
 
-/// The start of a `struct rxe_send_wqe` (its `struct rxe_send_wr`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SendWqe {
-    pub(crate) wr_id: u64,
-    pub(crate) opcode: u32,
-    pub(crate) send_flags: u32,
+/// Offsets in `struct rxe_send_wqe` and its `struct rxe_av` (x86-64 layout).
+mod off {
+    pub(super) const OPCODE: usize = 12;
+    pub(super) const SEND_FLAGS: usize = 16;
+    pub(super) const IMM: usize = 20;
+    pub(super) const UD_REMOTE_QPN: usize = 24;
+    pub(super) const UD_REMOTE_QKEY: usize = 28;
+    pub(super) const UD_AV: usize = 56;
+    pub(super) const AV_NETWORK_TYPE: usize = 1;
+    pub(super) const AV_FLOW_LABEL: usize = 8 + 16;
+    pub(super) const AV_HOP_LIMIT: usize = 8 + 21;
+    pub(super) const AV_TCLASS: usize = 8 + 22;
+    pub(super) const AV_SADDR4: usize = 32 + 4;
+    pub(super) const AV_DADDR4: usize = 60 + 4;
+    pub(super) const DMA_LENGTH: usize = 184;
+    pub(super) const DMA_NUM_SGE: usize = 196;
 }
 
-impl SendWqe {
-    pub(crate) fn decode(b: &[u8; SEND_WQE_PREFIX]) -> Self {
-        let u32_at = |o: usize| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let mut id = [0u8; 8];
-        id.copy_from_slice(&b[0..8]);
-        Self {
-            wr_id: u64::from_ne_bytes(id),
-            opcode: u32_at(12),
-            send_flags: u32_at(16),
-        }
+fn bytes<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    b.get(at..)
+        .and_then(|s| s.first_chunk::<N>())
+        .copied()
+        .unwrap_or([0; N])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(bytes(b, at))
+}
+
+/// `IB_SEND_*` flags.
+pub(crate) const SEND_SIGNALED: u32 = 2;
+pub(crate) const SEND_SOLICITED: u32 = 4;
+pub(crate) const SEND_INLINE: u32 = 8;
+/// `RXE_NETWORK_TYPE_IPV4`.
+pub(crate) const NETWORK_IPV4: u8 = 1;
+
+/// A scatter/gather entry (`struct rxe_sge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) len: u32,
+    pub(crate) lkey: u32,
+}
+
+/// A send WQE, read from a private copy of its slot. Any bytes decode to some value; bytes
+/// beyond the copy read as zero.
+pub(crate) struct SendWqe<'a>(&'a [u8]);
+
+impl<'a> SendWqe<'a> {
+    pub(crate) fn new(slot: &'a [u8]) -> Self {
+        Self(slot)
+    }
+
+    pub(crate) fn wr_id(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, 0))
+    }
+
+    /// `IB_UVERBS_WR_*`.
+    pub(crate) fn opcode(&self) -> u32 {
+        u32_at(self.0, off::OPCODE)
+    }
+
+    /// `IB_SEND_*`.
+    pub(crate) fn send_flags(&self) -> u32 {
+        u32_at(self.0, off::SEND_FLAGS)
+    }
+
+    /// The immediate data, as the big-endian value on the wire.
+    pub(crate) fn imm(&self) -> u32 {
+        u32::from_be_bytes(bytes(self.0, off::IMM))
+    }
+
+    pub(crate) fn ud_remote_qpn(&self) -> u32 {
+        u32_at(self.0, off::UD_REMOTE_QPN) & 0xff_ffff
+    }
+
+    pub(crate) fn ud_remote_qkey(&self) -> u32 {
+        u32_at(self.0, off::UD_REMOTE_QKEY)
+    }
+
+    /// The address vector of a UD WQE.
+    pub(crate) fn ud_av(&self) -> Av<'a> {
+        Av(self.0.get(off::UD_AV..).unwrap_or(&[]))
+    }
+
+    /// The message length.
+    pub(crate) fn length(&self) -> u32 {
+        u32_at(self.0, off::DMA_LENGTH)
+    }
+
+    pub(crate) fn num_sge(&self) -> u32 {
+        u32_at(self.0, off::DMA_NUM_SGE)
+    }
+
+    /// SGE `i`, if the copy holds it.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        let at = i.checked_mul(SGE_SIZE)?.checked_add(SEND_WQE_HEADER)?;
+        let b: [u8; SGE_SIZE] = *self.0.get(at..)?.first_chunk()?;
+        Some(Sge {
+            addr: u64::from_ne_bytes(bytes(&b, 0)),
+            len: u32_at(&b, 8),
+            lkey: u32_at(&b, 12),
+        })
+    }
+
+    /// The first `len` bytes of inline data, if the copy holds them.
+    pub(crate) fn inline_data(&self, len: usize) -> Option<&'a [u8]> {
+        self.0
+            .get(SEND_WQE_HEADER..SEND_WQE_HEADER.checked_add(len)?)
+    }
+}
+
+/// A UD address vector (`struct rxe_av`).
+pub(crate) struct Av<'a>(&'a [u8]);
+
+impl Av<'_> {
+    /// `RXE_NETWORK_TYPE_*`.
+    pub(crate) fn network_type(&self) -> u8 {
+        bytes::<1>(self.0, off::AV_NETWORK_TYPE)[0]
+    }
+
+    pub(crate) fn flow_label(&self) -> u32 {
+        u32_at(self.0, off::AV_FLOW_LABEL) & 0xf_ffff
+    }
+
+    pub(crate) fn hop_limit(&self) -> u8 {
+        bytes::<1>(self.0, off::AV_HOP_LIMIT)[0]
+    }
+
+    pub(crate) fn traffic_class(&self) -> u8 {
+        bytes::<1>(self.0, off::AV_TCLASS)[0]
+    }
+
+    /// Source and destination IPv4 addresses (from the `sockaddr_in`s).
+    pub(crate) fn ipv4(&self) -> ([u8; 4], [u8; 4]) {
+        (bytes(self.0, off::AV_SADDR4), bytes(self.0, off::AV_DADDR4))
     }
 }
 
@@ -166,12 +288,50 @@ mod tests {
 
     #[test]
     fn send_wqe_fields_and_opcodes() {
-        let mut b = [0u8; SEND_WQE_PREFIX];
+        let mut b = [0u8; SEND_WQE_HEADER + 2 * SGE_SIZE];
         b[0..8].copy_from_slice(&42u64.to_ne_bytes());
         b[12..16].copy_from_slice(&3u32.to_ne_bytes());
         b[16..20].copy_from_slice(&2u32.to_ne_bytes());
-        let w = SendWqe::decode(&b);
-        assert_eq!((w.wr_id, w.opcode, w.send_flags), (42, 3, 2));
+        b[20..24].copy_from_slice(&[0xca, 0xfe, 0xf0, 0x0d]);
+        b[24..28].copy_from_slice(&0xff12_3456u32.to_ne_bytes());
+        b[28..32].copy_from_slice(&0x2222u32.to_ne_bytes());
+        // The address vector: IPv4, flow label, hop limit, traffic class, addresses.
+        b[56 + 1] = NETWORK_IPV4;
+        b[56 + 24..56 + 28].copy_from_slice(&0xabcdeu32.to_ne_bytes());
+        b[56 + 29] = 7;
+        b[56 + 30] = 0x20;
+        b[56 + 36..56 + 40].copy_from_slice(&[10, 0, 0, 1]);
+        b[56 + 64..56 + 68].copy_from_slice(&[10, 0, 0, 2]);
+        b[184..188].copy_from_slice(&200u32.to_ne_bytes());
+        b[196..200].copy_from_slice(&2u32.to_ne_bytes());
+        b[224..232].copy_from_slice(&0x1000u64.to_ne_bytes());
+        b[232..236].copy_from_slice(&100u32.to_ne_bytes());
+        b[236..240].copy_from_slice(&0x105u32.to_ne_bytes());
+        let w = SendWqe::new(&b);
+        assert_eq!((w.wr_id(), w.opcode(), w.send_flags()), (42, 3, 2));
+        assert_eq!(w.imm(), 0xcafe_f00d);
+        assert_eq!((w.ud_remote_qpn(), w.ud_remote_qkey()), (0x12_3456, 0x2222));
+        let av = w.ud_av();
+        assert_eq!(av.network_type(), NETWORK_IPV4);
+        assert_eq!(
+            (av.flow_label(), av.hop_limit(), av.traffic_class()),
+            (0xabcde, 7, 0x20)
+        );
+        assert_eq!(av.ipv4(), ([10, 0, 0, 1], [10, 0, 0, 2]));
+        assert_eq!((w.length(), w.num_sge()), (200, 2));
+        assert_eq!(
+            w.sge(1),
+            Some(Sge {
+                addr: 0x1000,
+                len: 100,
+                lkey: 0x105
+            })
+        );
+        assert_eq!(w.sge(2), None);
+        assert_eq!(w.inline_data(4), Some(&b[208..212]));
+        // A short copy decodes as zeros, never out of bounds.
+        let short = SendWqe::new(&b[..10]);
+        assert_eq!((short.opcode(), short.length(), short.sge(0)), (0, 0, None));
         assert_eq!(WcOpcode::for_send_wr(3), Some(WcOpcode::Send));
         assert_eq!(WcOpcode::for_send_wr(0), Some(WcOpcode::RdmaWrite));
         assert_eq!(WcOpcode::for_send_wr(4), Some(WcOpcode::RdmaRead));
