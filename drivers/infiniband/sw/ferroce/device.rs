@@ -3,6 +3,7 @@
 //! One ferroce device: a RoCEv2 port over a netdev, created by `rdma link add`.
 
 use crate::{
+    ah::{AhTable, FerroceAh},
     counters::{Counters, DESCS},
     cq::FerroceCq,
     limits,
@@ -53,6 +54,8 @@ pub(crate) struct FerroceDevice {
     pub(crate) mrs: Arc<MrTable>,
     /// Queue pairs by number.
     pub(crate) qps: Arc<QpTable>,
+    /// Address handles by number.
+    pub(crate) ahs: Arc<AhTable>,
     /// Keeps the namespace's UDP port open while the device exists.
     _ports: PortsUse,
 }
@@ -71,14 +74,6 @@ impl FerroceDevice {
 
 /// Per-user-context state: none (mapped rings are tracked by the core's mmap entries).
 pub(crate) struct Ucontext;
-
-/// An address handle: kept for kernel consumers; user WQEs carry their own address vector.
-pub(crate) struct FerroceAh {
-    _attr: AhAttr,
-}
-
-/// `struct rxe_create_ah_resp`.
-const CREATE_AH_RESP_SIZE: usize = 8;
 
 /// Per-protection-domain state: none; objects refer to their PD by its id.
 pub(crate) struct FerrocePd;
@@ -203,21 +198,11 @@ impl Driver for Ferroce {
     }
 
     fn create_ah(
-        _pd: &Pd<Self>,
+        pd: &Pd<Self>,
         attr: &AhAttr,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<impl PinInit<Self::Ah, Error>> {
-        if !attr.roce_v2 {
-            return Err(EINVAL);
-        }
-        if let Some(udata) = udata {
-            // `struct rxe_create_ah_resp`: AH number 0 makes rdma-core's rxe provider put the
-            // whole address vector into each WQE, which is what the send path reads.
-            if udata.outlen() >= CREATE_AH_RESP_SIZE {
-                udata.write(&[0u8; CREATE_AH_RESP_SIZE])?;
-            }
-        }
-        Ok(Ok::<_, Error>(FerroceAh { _attr: *attr }))
+        FerroceAh::create(pd, attr, udata)
     }
 
     fn doorbell(qp: &Qp<Self>) -> Result {
@@ -323,6 +308,7 @@ impl LinkOps for Ferroce {
             counters: Counters::new(),
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
             qps: Arc::pin_init(QpTable::new(), GFP_KERNEL)?,
+            ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {

@@ -10,6 +10,7 @@ use kernel::{
     rdma::{device::DriverDevices, link::LinkRegistration},
 };
 
+mod ah;
 mod counters;
 mod cq;
 mod device;

@@ -7,6 +7,7 @@
 //! harms only its own QP.
 
 use crate::{
+    ah::Ipv4Av,
     counters::Counter,
     device::Ferroce,
     proto::{
@@ -79,10 +80,7 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
         3 => Some(wqe.imm()),
         _ => return Err(WcStatus::LocQpOpErr),
     };
-    let av = wqe.ud_av();
-    if av.network_type() != NETWORK_IPV4 {
-        return Err(WcStatus::LocQpOpErr);
-    }
+    let av = path_of(qp, ud, wqe)?;
     let len = wqe.length() as usize;
     if len > qp.device().data().ib_mtu() as usize {
         return Err(WcStatus::LocLenErr);
@@ -99,9 +97,8 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
     } else {
         gather(qp, ud, wqe, &mut payload)?;
     }
-    let (saddr, daddr) = av.ipv4();
     let remote_qpn = wqe.ud_remote_qpn();
-    let fl = match av.flow_label() {
+    let fl = match av.flow_label {
         0 => flow_label(qp.qpn(), remote_qpn),
         fl => fl,
     };
@@ -112,10 +109,10 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
             remote_qpn,
             remote_qkey: wqe.ud_remote_qkey(),
             path: Ipv4Path {
-                saddr,
-                daddr,
-                tos: av.traffic_class(),
-                ttl: match av.hop_limit() {
+                saddr: av.saddr,
+                daddr: av.daddr,
+                tos: av.tos,
+                ttl: match av.ttl {
                     0 => 64,
                     t => t,
                 },
@@ -124,6 +121,39 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
         },
         payload,
     ))
+}
+
+/// The path of a UD WQE: its AH's (which must belong to the QP's PD), or for `ah_num` 0 the
+/// address vector the provider wrote into the WQE.
+fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Ipv4Av, WcStatus> {
+    match wqe.ud_ah_num() {
+        0 => {
+            let av = wqe.ud_av();
+            if av.network_type() != NETWORK_IPV4 {
+                return Err(WcStatus::LocQpOpErr);
+            }
+            let (saddr, daddr) = av.ipv4();
+            Ok(Ipv4Av {
+                saddr,
+                daddr,
+                tos: av.traffic_class(),
+                ttl: av.hop_limit(),
+                flow_label: av.flow_label(),
+            })
+        }
+        num => {
+            let ah = qp
+                .device()
+                .data()
+                .ahs
+                .get(num)
+                .ok_or(WcStatus::LocQpOpErr)?;
+            if ah.pd != ud.pd {
+                return Err(WcStatus::LocQpOpErr);
+            }
+            ah.ipv4.ok_or(WcStatus::LocQpOpErr)
+        }
+    }
 }
 
 /// Copies the SGEs' bytes into `out` (as long as the WQE's total length).

@@ -118,8 +118,17 @@ def send(dev, daddr):
     post(4, e.IBV_WR_SEND, [SGE(big.buf, 4096, big.lkey)], sig)
     wc = completion()
     assert (wc.wr_id, wc.status) == (4, e.IBV_WC_LOC_LEN_ERR), wc
+    # An AH of another PD may not be used (the kernel checks numbered AHs).
+    pd2 = PD(ctx)
+    ah2 = AH(pd2, attr=AHAttr(port_num=1, is_global=1, gr=gr))
+    wr = SendWR(wr_id=5, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(mr.buf, 16, mr.lkey)],
+                send_flags=sig)
+    wr.set_wr_ud(ah2, REMOTE_QPN, REMOTE_QKEY)
+    qp.post_send(wr)
+    wc = completion()
+    assert (wc.wr_id, wc.status) == (5, e.IBV_WC_LOC_QP_OP_ERR), wc
     print(f"qpn {qp.qp_num}", flush=True)
-    for o in (qp, ah, big, buf, mr, cq, pd, ctx):
+    for o in (qp, ah2, pd2, ah, big, buf, mr, cq, pd, ctx):
         o.close()
     return 0
 

@@ -118,6 +118,7 @@ mod off {
     pub(super) const IMM: usize = 20;
     pub(super) const UD_REMOTE_QPN: usize = 24;
     pub(super) const UD_REMOTE_QKEY: usize = 28;
+    pub(super) const UD_AH_NUM: usize = 36;
     pub(super) const UD_AV: usize = 56;
     pub(super) const AV_NETWORK_TYPE: usize = 1;
     pub(super) const AV_FLOW_LABEL: usize = 8 + 16;
@@ -189,6 +190,11 @@ impl<'a> SendWqe<'a> {
 
     pub(crate) fn ud_remote_qkey(&self) -> u32 {
         u32_at(self.0, off::UD_REMOTE_QKEY)
+    }
+
+    /// The AH a UD WQE names; 0 if it carries its own address vector.
+    pub(crate) fn ud_ah_num(&self) -> u32 {
+        u32_at(self.0, off::UD_AH_NUM)
     }
 
     /// The address vector of a UD WQE.
@@ -311,6 +317,10 @@ mod tests {
         assert_eq!((w.wr_id(), w.opcode(), w.send_flags()), (42, 3, 2));
         assert_eq!(w.imm(), 0xcafe_f00d);
         assert_eq!((w.ud_remote_qpn(), w.ud_remote_qkey()), (0x12_3456, 0x2222));
+        assert_eq!(w.ud_ah_num(), 0);
+        b[36..40].copy_from_slice(&9u32.to_ne_bytes());
+        assert_eq!(SendWqe::new(&b).ud_ah_num(), 9);
+        let w = SendWqe::new(&b);
         let av = w.ud_av();
         assert_eq!(av.network_type(), NETWORK_IPV4);
         assert_eq!(

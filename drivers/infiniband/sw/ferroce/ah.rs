@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles, numbered so that UD WQEs name them (`ah_num`) as rdma-core's rxe provider
+//! expects; the send path looks the path up here instead of trusting one in the WQE.
+
+use crate::{device::Ferroce, limits};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    prelude::*,
+    rdma::{pd::Pd, qp::AhAttr, udata::Udata},
+    sync::Arc,
+    xarray::{AllocKind, XArray},
+};
+
+/// `struct rxe_create_ah_resp`: `ah_num`, reserved.
+const CREATE_AH_RESP_SIZE: usize = 8;
+
+/// An IPv4 path (the only kind ferroce sends on so far).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ipv4Av {
+    pub(crate) saddr: [u8; 4],
+    pub(crate) daddr: [u8; 4],
+    pub(crate) tos: u8,
+    pub(crate) ttl: u8,
+    pub(crate) flow_label: u32,
+}
+
+/// What the send path needs of an AH.
+pub(crate) struct AhState {
+    /// The PD it belongs to ([`Pd::id`]); a QP of another PD may not use it.
+    pub(crate) pd: usize,
+    /// `None` for a non-IPv4 path.
+    pub(crate) ipv4: Option<Ipv4Av>,
+}
+
+/// The IPv4 address in an IPv4-mapped GID (`::ffff:a.b.c.d`).
+fn mapped_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    let (prefix, addr) = gid.split_at(12);
+    (prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]).then(|| addr.try_into().ok())?
+}
+
+/// A device's AHs by number (1 ..= max_ah).
+#[pin_data]
+pub(crate) struct AhTable {
+    #[pin]
+    ahs: XArray<Arc<AhState>>,
+    cursor: AtomicU32,
+}
+
+impl AhTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            ahs <- XArray::new(AllocKind::Alloc1),
+            cursor: AtomicU32::new(0),
+        })
+    }
+
+    /// Stores `state` under a free number; returns it.
+    fn insert(&self, state: Arc<AhState>) -> Result<u32> {
+        let max = limits::DEVICE_LIMITS.max_ah;
+        let mut ahs = self.ahs.lock();
+        let start = self.cursor.fetch_add(1, Ordering::Relaxed);
+        let num = (0..max)
+            .map(|i| start.wrapping_add(i) % max + 1)
+            .find(|&n| ahs.get(n as usize).is_none())
+            .ok_or(ENOMEM)?;
+        // Atomic, so the lock is held throughout and the number stays free.
+        let res = ahs.store(num as usize, state, GFP_ATOMIC);
+        drop(ahs);
+        res.map(|_| num).map_err(|e| e.error)
+    }
+
+    /// The AH numbered `num`, if it exists.
+    pub(crate) fn get(&self, num: u32) -> Option<Arc<AhState>> {
+        self.ahs.lock().get(num as usize).map(Arc::from)
+    }
+
+    fn remove(&self, num: u32) {
+        let removed = self.ahs.lock().remove(num as usize);
+        drop(removed);
+    }
+}
+
+/// The driver data of one AH: its number in the device's table.
+pub(crate) struct FerroceAh {
+    table: Arc<AhTable>,
+    num: u32,
+}
+
+impl FerroceAh {
+    pub(crate) fn create(
+        pd: &Pd<Ferroce>,
+        attr: &AhAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<impl PinInit<Self, Error>> {
+        if !attr.roce_v2 {
+            return Err(EINVAL);
+        }
+        let ipv4 = mapped_ipv4(&attr.sgid)
+            .zip(mapped_ipv4(&attr.dgid))
+            .map(|(saddr, daddr)| Ipv4Av {
+                saddr,
+                daddr,
+                tos: attr.traffic_class,
+                ttl: attr.hop_limit,
+                flow_label: attr.flow_label & 0xf_ffff,
+            });
+        let table = pd.device().data().ahs.clone();
+        let num = table.insert(Arc::new(AhState { pd: pd.id(), ipv4 }, GFP_KERNEL)?)?;
+        let this = Self { table, num };
+        if let Some(udata) = udata {
+            let mut resp = [0u8; CREATE_AH_RESP_SIZE];
+            resp[..4].copy_from_slice(&num.to_ne_bytes());
+            // On failure `this` drops and frees the number.
+            udata.write(&resp)?;
+        }
+        Ok(Ok::<_, Error>(this))
+    }
+}
+
+impl Drop for FerroceAh {
+    fn drop(&mut self) {
+        self.table.remove(self.num);
+    }
+}
