@@ -57,10 +57,7 @@ pub(crate) fn send_ud(
 ) -> Option<Completion> {
     let wqe = SendWqe::new(wqe);
     let (wr_id, flags) = (wqe.wr_id(), wqe.send_flags());
-    let done = |status| Completion {
-        status,
-        ..Completion::flushed(wr_id, WcOpcode::Send, qp.qpn())
-    };
+    let done = |status| Completion::of_send_queue(wr_id, status, WcOpcode::Send, qp.qpn());
     match prepare(qp, ud, &wqe) {
         Ok((work, payload)) => {
             // A packet that cannot go out (no route, no memory) is lost, as UD allows.

@@ -77,9 +77,19 @@ pub(crate) struct Completion {
 impl Completion {
     /// A flush-error completion of a WR of `qp_num`.
     pub(crate) const fn flushed(wr_id: u64, opcode: WcOpcode, qp_num: u32) -> Self {
+        Self::of_send_queue(wr_id, WcStatus::WrFlushErr, opcode, qp_num)
+    }
+
+    /// A completion that carries no received data: a send-queue WR's, or a flushed one.
+    pub(crate) const fn of_send_queue(
+        wr_id: u64,
+        status: WcStatus,
+        opcode: WcOpcode,
+        qp_num: u32,
+    ) -> Self {
         Self {
             wr_id,
-            status: WcStatus::WrFlushErr,
+            status,
             opcode,
             byte_len: 0,
             qp_num,
