@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/skbuff.h>
+#include <net/dst.h>
 
 __rust_helper void rust_helper_kfree_skb(struct sk_buff *skb)
 {
@@ -35,4 +36,29 @@ __rust_helper void rust_helper_skb_reset_network_header(struct sk_buff *skb)
 __rust_helper void rust_helper_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
 {
 	skb_dst_set(skb, dst);
+}
+
+__rust_helper void rust_helper_skb_queue_head_init(struct sk_buff_head *list)
+{
+	skb_queue_head_init(list);
+}
+
+__rust_helper void rust_helper_skb_dst_drop(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+}
+
+__rust_helper __u32 rust_helper_skb_queue_len_lockless(const struct sk_buff_head *list)
+{
+	return skb_queue_len_lockless(list);
+}
+
+__rust_helper void rust_helper_skb_queue_purge(struct sk_buff_head *list)
+{
+	skb_queue_purge(list);
+}
+
+__rust_helper void rust_helper_dst_hold(struct dst_entry *dst)
+{
+	dst_hold(dst);
 }

@@ -103,6 +103,16 @@ impl Route {
     }
 }
 
+impl Clone for Route {
+    /// Another reference to the same route: one per packet sent along it.
+    fn clone(&self) -> Self {
+        // SAFETY: By the type invariant the route is alive; we take a reference of our own.
+        unsafe { bindings::dst_hold(&raw mut (*self.rt).dst) };
+        // INVARIANT: The reference just taken.
+        Self { rt: self.rt }
+    }
+}
+
 impl Drop for Route {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we hold a reference.

@@ -5,7 +5,7 @@
 //! C header: [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h)
 
 use super::netdevice::NetDevice;
-use crate::{bindings, error::to_result, prelude::*};
+use crate::{bindings, error::to_result, prelude::*, types::Opaque};
 use core::ptr::NonNull;
 
 /// An owned socket buffer; dropping it frees it as a drop (`kfree_skb`), [`SkBuff::consume`]
@@ -101,5 +101,73 @@ impl Drop for SkBuff {
     }
 }
 
-// Not `Send`: `dev()` relies on the receive path that handed the skb over still running. A
-// version that outlives it needs to take a device reference first.
+// Not `Send`: `dev()` relies on the receive path that handed the skb over still running. To
+// carry an skb to another context, use an `SkbQueue`, which forgets the device.
+
+/// A queue of socket buffers (`struct sk_buff_head`), usable from any context: it carries
+/// received packets from softirq to process context.
+#[pin_data(PinnedDrop)]
+pub struct SkbQueue {
+    #[pin]
+    head: Opaque<bindings::sk_buff_head>,
+}
+
+// SAFETY: The queue's own lock (taken with interrupts off) serialises pushes and pops, and an skb
+// in it has no ties to the context that queued it (see `push`).
+unsafe impl Send for SkbQueue {}
+// SAFETY: As above.
+unsafe impl Sync for SkbQueue {}
+
+impl SkbQueue {
+    /// An empty queue.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `skb_queue_head_init` initialises the list and its lock in place.
+            head <- Opaque::ffi_init(|h| unsafe { bindings::skb_queue_head_init(h) }),
+        })
+    }
+
+    /// Appends `skb`. Its device and route are dropped: both were only borrowed from the
+    /// receive path, which the queued skb outlives.
+    pub fn push(&self, skb: SkBuff) {
+        let raw = skb.as_raw();
+        core::mem::forget(skb);
+        // SAFETY: We own `raw` and hand it to the queue, which is initialised.
+        unsafe {
+            (*raw)
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .dev = core::ptr::null_mut();
+            bindings::skb_dst_drop(raw);
+            bindings::skb_queue_tail(self.head.get(), raw);
+        }
+    }
+
+    /// Takes the oldest skb.
+    pub fn pop(&self) -> Option<SkBuff> {
+        // SAFETY: The queue is initialised; a dequeued skb is ours.
+        let skb = NonNull::new(unsafe { bindings::skb_dequeue(self.head.get()) })?;
+        // SAFETY: `skb_dequeue` handed over its reference.
+        Some(unsafe { SkBuff::from_raw(skb) })
+    }
+
+    /// How many skbs wait (a snapshot).
+    pub fn len(&self) -> u32 {
+        // SAFETY: The queue is initialised; the lockless read is a plain snapshot.
+        unsafe { bindings::skb_queue_len_lockless(self.head.get()) }
+    }
+
+    /// Whether no skb waits (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SkbQueue {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: The queue is initialised and no longer shared.
+        unsafe { bindings::skb_queue_purge(self.head.get()) };
+    }
+}

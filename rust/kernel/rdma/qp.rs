@@ -5,9 +5,64 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
-use crate::{bindings, prelude::*};
+use crate::{
+    bindings, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+use core::{marker::PhantomData, ptr::NonNull};
 
-type Object<T> = CoreObject<bindings::ib_qp, <T as Driver>::Qp>;
+type Object<T> = CoreObject<bindings::ib_qp, QpData<T>>;
+
+/// What the abstraction keeps next to the provider's data.
+#[pin_data]
+struct QpData<T: Driver> {
+    link: Arc<QpLink<T>>,
+    #[pin]
+    data: T::Qp,
+}
+
+/// A live QP's address, as [`QpLink`] holds it.
+struct LivePtr(NonNull<bindings::ib_qp>);
+
+// SAFETY: A QP may be used from any thread; `QpLink` only hands it out under its lock.
+unsafe impl Send for LivePtr {}
+
+/// Reaches a QP from work that runs outside its callbacks (received packets, timers).
+///
+/// It works from the end of create to the start of destroy: destroy revokes it and waits for a
+/// user in [`QpLink::with`] to finish, so a holder never sees a QP that is being destroyed.
+#[pin_data]
+pub struct QpLink<T: Driver> {
+    #[pin]
+    qp: Mutex<Option<LivePtr>>,
+    _driver: PhantomData<fn() -> T>,
+}
+
+impl<T: Driver> QpLink<T> {
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                qp <- new_mutex!(None),
+                _driver: PhantomData,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Runs `f` on the QP if it is still alive; may sleep.
+    pub fn with<R>(&self, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
+        let guard = self.qp.lock();
+        let qp = guard.as_ref()?.0.as_ptr();
+        // SAFETY: The pointer is set once the QP is initialised and cleared under this lock
+        // before its destroy drops anything, so the QP is live while we hold the lock.
+        Some(f(unsafe { Qp::<T>::from_raw(qp) }))
+    }
+
+    fn set(&self, qp: Option<NonNull<bindings::ib_qp>>) {
+        *self.qp.lock() = qp.map(LivePtr);
+    }
+}
 
 /// The size the core allocates for one object (`ops.size_ib_qp`).
 pub(crate) const fn alloc_size<T: Driver>() -> usize {
@@ -131,6 +186,8 @@ pub struct QpInit<'a, T: Driver> {
     pub recv_cq: &'a Cq<T>,
     /// Whether every send WR completes (not only signalled ones).
     pub sig_all: bool,
+    /// Reaches the QP from outside its callbacks once it is created.
+    pub link: Arc<QpLink<T>>,
 }
 
 /// The path to the peer (`struct rdma_ah_attr` with its GRH, for RoCE).
@@ -441,7 +498,12 @@ impl<T: Driver> Qp<T> {
 
     /// The provider's data.
     pub fn data(&self) -> &T::Qp {
-        self.0.get()
+        &self.0.get().data
+    }
+
+    /// Reaches this QP from outside its callbacks.
+    pub fn link(&self) -> Arc<QpLink<T>> {
+        self.0.get().link.clone()
     }
 
     /// The device the QP belongs to.
@@ -504,13 +566,25 @@ pub(crate) unsafe fn create<T: Driver>(
         // SAFETY: As above.
         recv_cq: unsafe { Cq::<T>::from_raw(init.recv_cq) },
         sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+        link: QpLink::new()?,
     };
     let (created, data) = T::create_qp(pd, &request, udata.as_mut())?;
+    let link = request.link.clone();
+    let data_link = link.clone();
     // SAFETY: Per the safety requirement.
-    unsafe { Object::<T>::init(qp, data)? };
+    unsafe {
+        Object::<T>::init(
+            qp,
+            try_pin_init!(QpData {
+                link: data_link,
+                data <- data,
+            }),
+        )?
+    };
     // SAFETY: The object is ours until we return; the core reads these after.
     unsafe { (*qp).qp_num = created.qpn };
     created.caps.write_to(&mut init.cap);
+    link.set(NonNull::new(qp));
     Ok(())
 }
 
@@ -594,6 +668,10 @@ pub(crate) unsafe fn post_send<T: Driver>(
 ///
 /// `qp` was initialised by [`create`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(qp: *mut bindings::ib_qp) {
+    // SAFETY: Per the safety requirement the data is initialised.
+    let link = unsafe { Object::<T>::data(qp) }.link.clone();
+    // Waits for work inside `QpLink::with`; none starts after.
+    link.set(None);
     // SAFETY: Per the safety requirement.
     unsafe { Object::<T>::drop_data(qp) };
 }
