@@ -34,7 +34,7 @@ pub(crate) struct AhState {
 }
 
 /// The IPv4 address in an IPv4-mapped GID (`::ffff:a.b.c.d`).
-fn mapped_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
+pub(crate) fn mapped_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
     let (prefix, addr) = gid.split_at(12);
     (prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]).then(|| addr.try_into().ok())?
 }

@@ -55,6 +55,9 @@ counters! {
     DropBadLength => c"rcvd_drop_bad_length",
     DropBadQpn => c"rcvd_drop_bad_qpn",
     DropNoMem => c"rcvd_drop_nomem",
+    DropBadState => c"rcvd_drop_bad_state",
+    DropBadQkey => c"rcvd_drop_bad_qkey",
+    DropNoRecvWqe => c"rcvd_drop_no_recv_wqe",
 }
 
 /// A device's counters. Plain atomics: a few increments per packet, read rarely.

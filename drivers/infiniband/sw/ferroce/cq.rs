@@ -6,7 +6,7 @@
 use crate::{
     device::Ferroce,
     limits,
-    proto::wqe::Completion,
+    proto::wqe::{Completion, WcStatus},
     queue::{mminfo, Ring, MMINFO_SIZE},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -162,16 +162,22 @@ impl FerroceCq {
         }
     }
 
-    /// Adds a completion and raises the completion event if it was armed.
+    /// Adds a completion and raises the completion event if it was armed for it: "next" for
+    /// any, "solicited" for a `solicited` one or an error.
     ///
     /// `ENOSPC` if the CQ is full (the consumer fell behind): the completion is lost, as on
     /// hardware, where the CQ would go to an error state.
-    pub(crate) fn post(cq: &Cq<Ferroce>, c: &Completion) -> Result {
+    pub(crate) fn post(cq: &Cq<Ferroce>, c: &Completion, solicited: bool) -> Result {
         let this = cq.data();
         this.ring.lock().push(&c.encode())?;
-        // Any completion fires "next"; error completions (all there are until the data path
-        // lands) also fire "next solicited".
-        if this.armed.swap(DISARMED, Ordering::AcqRel) != DISARMED {
+        let fires = if solicited || c.status != WcStatus::Success {
+            this.armed.swap(DISARMED, Ordering::AcqRel) != DISARMED
+        } else {
+            this.armed
+                .compare_exchange(ARMED_NEXT, DISARMED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        };
+        if fires {
             cq.raise_completion_event();
         }
         Ok(())

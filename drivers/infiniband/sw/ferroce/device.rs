@@ -11,6 +11,7 @@ use crate::{
     net::PortsUse,
     proto::{eui64, mtu}, //
     qp::{FerroceQp, QpTable},
+    recv::RxQueue,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -36,6 +37,7 @@ use kernel::{
     },
     sync::Arc,
     time::{delay::fsleep, Delta},
+    workqueue::{OwnedQueue, WQ_UNBOUND},
 };
 
 /// The rdma_rxe uverbs ABI version that rdma-core's rxe provider expects.
@@ -46,10 +48,14 @@ pub(crate) struct Ferroce;
 
 /// Per-device state. The netdev is the core's to hold (`ib_device_set_netdev`).
 pub(crate) struct FerroceDevice {
+    /// Runs the device's data path; dropped first, which waits for queued work.
+    pub(crate) wq: OwnedQueue,
+    /// Received packets waiting for `wq`.
+    pub(crate) rx: Arc<RxQueue>,
     /// Active IB MTU in bytes, following the netdev MTU.
     ib_mtu: AtomicU32,
     guid: [u8; 8],
-    pub(crate) counters: Counters,
+    pub(crate) counters: Arc<Counters>,
     /// Memory regions by key.
     pub(crate) mrs: Arc<MrTable>,
     /// Queue pairs by number.
@@ -302,12 +308,16 @@ impl LinkOps for Ferroce {
             // CAST: Interface indexes are positive.
             None => eui64::from_ifindex(netdev.ifindex() as u32),
         };
+        let counters = Arc::new(Counters::new(), GFP_KERNEL)?;
+        let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
         let data = FerroceDevice {
+            wq: OwnedQueue::new(name, WQ_UNBOUND)?,
+            rx: RxQueue::new(qps.clone(), counters.clone())?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
-            counters: Counters::new(),
+            counters,
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
-            qps: Arc::pin_init(QpTable::new(), GFP_KERNEL)?,
+            qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
             _ports: PortsUse::get(netdev)?,
         };

@@ -25,8 +25,13 @@ mod proto;
 mod proto_kunit;
 mod qp;
 mod queue;
+mod rc;
+mod rc_resp;
 mod recv;
 mod send;
+mod sge;
+mod ud;
+mod xmit;
 
 use device::Ferroce;
 

@@ -23,12 +23,11 @@ use crate::device::Ferroce;
 /// `IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC`.
 const REMOTE_ACCESS: u32 = 0x2 | 0x4 | 0x8;
 
+/// A region as the data path holds it while it copies.
+pub(crate) type MrRef = Arc<MrState>;
+
 /// What the data path needs of a region; shared with work in flight, so a deregistered region's
 /// pages stay pinned until that work is done.
-#[expect(
-    dead_code,
-    reason = "read by the data path (queue pairs), still to come"
-)]
 pub(crate) struct MrState {
     /// The PD it belongs to ([`Pd::id`]).
     pub(crate) pd: usize,

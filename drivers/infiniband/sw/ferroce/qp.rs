@@ -4,12 +4,21 @@
 //! attribute and state machine of `ibv_modify_qp`.
 
 use crate::{
+    ah::mapped_ipv4,
+    counters::Counters,
     cq::FerroceCq,
     device::Ferroce,
     limits,
-    proto::wqe::{self, Completion, SendWqe, WcOpcode, SEND_WQE_HEADER, SGE_SIZE},
+    proto::{
+        build::{flow_label, udp_sport, Ipv4Path},
+        opcode::{OpKind, Transport},
+        packet::Packet,
+        wqe::{self, Completion, SendWqe, WcOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+    },
     queue::{mminfo, Ring, MMINFO_SIZE},
-    send,
+    rc, rc_resp,
+    recv::QpDrop,
+    send, ud,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -19,8 +28,8 @@ use kernel::{
         mmap::{MmapInfo, SharedMem},
         pd::Pd,
         qp::{
-            transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpQuery, QpState,
-            QpType,
+            transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpLink, QpQuery,
+            QpState, QpType,
         },
         udata::Udata,
     },
@@ -28,8 +37,6 @@ use kernel::{
     xarray::{AllocKind, XArray},
 };
 
-/// Size of `struct rxe_recv_wqe` before its SGEs.
-const RECV_WQE_HEADER: usize = 40;
 /// Largest inline send.
 const MAX_INLINE_DATA: u32 = 512;
 /// `struct rxe_create_qp_resp`: the RQ's then the SQ's `struct mminfo`.
@@ -40,13 +47,40 @@ const FIRST_QPN: u32 = 16;
 const QPN_LIMIT: u32 = 1 << 24;
 
 /// A send or receive ring; user space produces, the kernel consumes.
-struct WorkRing(Ring);
+pub(crate) struct WorkRing(Ring);
 
 impl WorkRing {
     fn new(entries: u32, elem: usize, udata: Option<&Udata<'_>>) -> Result<(Self, MmapInfo)> {
         // The provider needs a slot even for a queue of zero WRs.
         let (ring, info) = Ring::new(entries.max(1), elem, limits::DEVICE_LIMITS.max_qp_wr, udata)?;
         Ok((Self(ring), info))
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn slot_len(&self) -> usize {
+        1usize << self.0.geo.log2_elem()
+    }
+
+    /// Copies the WQE at `cons` into `out` (a slot's length); `false` if none is posted there.
+    pub(crate) fn peek(&self, cons: u32, out: &mut [u8]) -> Result<bool> {
+        let prod = self.0.producer()?.load(Ordering::Acquire);
+        if self.0.geo.count(prod, cons) == 0 {
+            return Ok(false);
+        }
+        self.0.mem.read(self.0.geo.slot_offset(cons), out)?;
+        Ok(true)
+    }
+
+    /// The ring position after `pos`.
+    pub(crate) fn next(&self, pos: u32) -> u32 {
+        self.0.geo.next(pos)
+    }
+
+    /// Retires the WQE at `*cons`: the slot is the producer's again.
+    pub(crate) fn advance(&self, cons: &mut u32) -> Result {
+        *cons = self.0.geo.next(*cons);
+        self.0.consumer()?.store(*cons, Ordering::Release);
+        Ok(())
     }
 
     /// Completes every WQE user space has posted, oldest first, with what `complete` makes of
@@ -68,7 +102,7 @@ impl WorkRing {
             } else {
                 cq.recv_cq()
             };
-            FerroceCq::post(target, &c)?;
+            FerroceCq::post(target, &c, true)?;
             *cons = self.0.geo.next(*cons);
             self.0.consumer()?.store(*cons, Ordering::Release);
         }
@@ -77,10 +111,35 @@ impl WorkRing {
 }
 
 /// What changes under a QP's lock: its attributes and the kernel's ring positions.
-struct QpInner {
-    attr: QpAttr,
-    sq_cons: u32,
-    rq_cons: u32,
+pub(crate) struct QpInner {
+    pub(crate) attr: QpAttr,
+    pub(crate) sq_cons: u32,
+    pub(crate) rq_cons: u32,
+    /// RC requester and completer.
+    pub(crate) req: rc::Requester,
+    /// RC responder.
+    pub(crate) resp: rc_resp::Responder,
+}
+
+impl QpInner {
+    /// The IPv4 path to the connected peer (RC, UC), from the address vector.
+    pub(crate) fn path(&self, qpn: u32) -> Option<Ipv4Path> {
+        let ah = &self.attr.ah;
+        let fl = match ah.flow_label & 0xf_ffff {
+            0 => flow_label(qpn, self.attr.dest_qp_num),
+            fl => fl,
+        };
+        Some(Ipv4Path {
+            saddr: mapped_ipv4(&ah.sgid)?,
+            daddr: mapped_ipv4(&ah.dgid)?,
+            tos: ah.traffic_class,
+            ttl: match ah.hop_limit {
+                0 => 64,
+                t => t,
+            },
+            sport: udp_sport(fl),
+        })
+    }
 }
 
 /// What the data path will need of a QP; shared with the device's QP table.
@@ -88,18 +147,80 @@ struct QpInner {
 pub(crate) struct QpShared {
     qpn: u32,
     qp_type: QpType,
-    pd: usize,
-    sq: WorkRing,
-    rq: WorkRing,
-    caps: QpCaps,
+    pub(crate) pd: usize,
+    pub(crate) sq: WorkRing,
+    pub(crate) rq: WorkRing,
+    pub(crate) caps: QpCaps,
     sig_all: bool,
+    link: Arc<QpLink<Ferroce>>,
     #[pin]
     inner: Mutex<QpInner>,
 }
 
 impl QpShared {
+    /// Takes a valid packet addressed to this QP; an `Err` is counted as a drop.
+    pub(crate) fn receive(
+        &self,
+        pkt: &Packet<'_>,
+        ip: &[u8],
+        counters: &Counters,
+    ) -> Result<(), QpDrop> {
+        self.link
+            .with(|qp| {
+                let mut inner = self.inner.lock();
+                match self.qp_type {
+                    QpType::Ud => ud::receive(qp, self, &mut inner, pkt, ip, counters),
+                    QpType::Rc => {
+                        let state = inner.attr.state;
+                        if pkt.info.transport != Transport::Rc {
+                            return Err(QpDrop::BadState);
+                        }
+                        match pkt.info.kind {
+                            OpKind::Ack | OpKind::ReadResponse | OpKind::AtomicAck => {
+                                if !matches!(state, QpState::Rts | QpState::Sqd) {
+                                    return Err(QpDrop::BadState);
+                                }
+                                counters.inc(crate::counters::Counter::RcvdPkts);
+                                rc::on_response(qp, self, &mut inner, pkt)
+                            }
+                            _ => {
+                                if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+                                    return Err(QpDrop::BadState);
+                                }
+                                rc_resp::on_request(qp, self, &mut inner, pkt, counters)
+                            }
+                        }
+                    }
+                    _ => Err(QpDrop::BadState),
+                }
+            })
+            // Being destroyed.
+            .unwrap_or(Err(QpDrop::BadState))
+    }
+}
+
+impl QpShared {
+    /// Whether every send WR completes.
+    pub(crate) fn sig_all(&self) -> bool {
+        self.sig_all
+    }
+
+    /// A WR failed: the QP goes to the error state, which flushes the others.
+    pub(crate) fn fail(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) {
+        inner.attr.state = QpState::Err;
+        let _ = self.flush(qp, inner);
+    }
+
     /// Completes every posted WQE with a flush error: receives first, then sends.
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+        inner.resp = rc_resp::Responder::default();
+        let res = self.flush_rings(qp, inner);
+        let cons = inner.sq_cons;
+        inner.req.reset(cons);
+        res
+    }
+
+    fn flush_rings(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
         let qpn = self.qpn;
         self.rq.flush(&mut inner.rq_cons, qp, false, |mem, at| {
             let mut b = [0u8; wqe::RECV_WQE_PREFIX];
@@ -145,7 +266,7 @@ impl QpShared {
             inner.sq_cons = ring.geo.next(inner.sq_cons);
             ring.consumer()?.store(inner.sq_cons, Ordering::Release);
             if let Some(c) = done {
-                FerroceCq::post(qp.send_cq(), &c)?;
+                FerroceCq::post(qp.send_cq(), &c, false)?;
             }
         }
         Ok(())
@@ -189,6 +310,11 @@ impl QpTable {
         drop(qps);
         // On failure the store hands back its clone, freed here, after the lock.
         res.map(|_| shared).map_err(|e| e.error)
+    }
+
+    /// The QP numbered `qpn`.
+    pub(crate) fn get(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        self.qps.lock().get(qpn as usize).map(Into::into)
     }
 
     fn remove(&self, qpn: u32) {
@@ -260,6 +386,7 @@ impl FerroceQp {
                     rq,
                     caps,
                     sig_all: init.sig_all,
+                    link: init.link.clone(),
                     inner <- new_mutex!(QpInner {
                         attr: QpAttr {
                             port: 1,
@@ -267,6 +394,8 @@ impl FerroceQp {
                         },
                         sq_cons: 0,
                         rq_cons: 0,
+                        req: rc::Requester::default(),
+                        resp: rc_resp::Responder::default(),
                     }),
                 }),
                 GFP_KERNEL,
@@ -311,7 +440,8 @@ impl FerroceQp {
         match (inner.attr.state, this.qp_type) {
             (QpState::Err, _) => this.flush(qp, &mut inner),
             (QpState::Rts | QpState::Sqd, QpType::Ud) => this.send_ud(qp, &mut inner),
-            // RC and UC transports are still to come: their WQEs wait.
+            (QpState::Rts | QpState::Sqd, QpType::Rc) => rc::push(qp, this, &mut inner),
+            // The UC transport is still to come: its WQEs wait.
             _ => Ok(()),
         }
     }

@@ -6,16 +6,25 @@
 //! read, the ICRC before anything is acted on, and every drop is counted by reason.
 
 use crate::{
-    counters::Counter,
+    counters::{Counter, Counters},
     device::Ferroce,
     proto::{
         icrc::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
-        packet::{self, DropReason},
+        packet::{self, DropReason, Packet},
     },
+    qp::QpTable,
 };
 use kernel::{
-    net::{skbuff::SkBuff, udp_tunnel::EncapRecv},
+    impl_has_work,
+    net::{
+        skbuff::{SkBuff, SkbQueue},
+        udp_tunnel::EncapRecv,
+    },
+    new_work,
+    prelude::*,
     rdma::device::Device,
+    sync::Arc,
+    workqueue::{Work, WorkItem},
 };
 
 /// Receives the datagrams of every ferroce socket.
@@ -29,14 +38,73 @@ impl EncapRecv for Receiver {
         let Some(dev) = skb.dev().and_then(Device::<Ferroce>::get_by_netdev) else {
             return;
         };
-        let counters = &dev.data().counters;
+        let data = dev.data();
         if skb.linearize().is_err() {
-            counters.inc(Counter::DropNoMem);
+            data.counters.inc(Counter::DropNoMem);
             return;
         }
-        match classify(&skb) {
-            Ok(()) => {}
-            Err(reason) => counters.inc(drop_counter(reason)),
+        // Everything else runs in process context, in batches: QP state sleeps-locks, and
+        // checking the ICRC there keeps softirq time short.
+        data.rx.skbs.push(skb);
+        let _ = data.wq.enqueue(data.rx.clone());
+    }
+}
+
+/// A device's received packets on their way from softirq to its work queue.
+#[pin_data]
+pub(crate) struct RxQueue {
+    #[pin]
+    skbs: SkbQueue,
+    #[pin]
+    work: Work<RxQueue>,
+    qps: Arc<QpTable>,
+    counters: Arc<Counters>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for RxQueue { self.work }
+}
+
+impl RxQueue {
+    pub(crate) fn new(qps: Arc<QpTable>, counters: Arc<Counters>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                skbs <- SkbQueue::new(),
+                work <- new_work!("ferroce::RxQueue::work"),
+                qps,
+                counters,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Validates one packet and hands it to its QP.
+    fn deliver(&self, skb: SkBuff) {
+        let res = match classify(&skb) {
+            Ok((ip, pkt)) => match self.qps.get(pkt.bth.dest_qpn) {
+                Some(qp) => qp.receive(&pkt, ip, &self.counters).map_err(Reject::Qp),
+                None => Err(Reject::Qpn),
+            },
+            Err(r) => Err(r),
+        };
+        match res {
+            Ok(()) => skb.consume(),
+            Err(r) => {
+                self.counters.inc(drop_counter(r));
+                drop(skb);
+            }
+        }
+    }
+}
+
+impl WorkItem for RxQueue {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        // Whatever arrives while this runs is taken too; a push after the last pop queues the
+        // work again.
+        while let Some(skb) = this.skbs.pop() {
+            this.deliver(skb);
         }
     }
 }
@@ -44,13 +112,29 @@ impl EncapRecv for Receiver {
 /// Why a packet is dropped: a flaw in the packet itself, or no one to take it.
 enum Reject {
     Packet(DropReason),
-    /// No queue pair with that number (none exist yet).
+    /// No queue pair with that number.
     Qpn,
+    /// The QP refused it.
+    Qp(QpDrop),
+}
+
+/// Why a QP refuses a valid packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpDrop {
+    /// Not for this QP's transport, or the QP is not in a receiving state.
+    BadState,
+    /// A UD packet whose Q_Key does not match.
+    BadQkey,
+    /// No receive WQE posted (UD drops; RC answers with an RNR NAK).
+    NoRecvWqe,
 }
 
 fn drop_counter(d: Reject) -> Counter {
     match d {
         Reject::Qpn => Counter::DropBadQpn,
+        Reject::Qp(QpDrop::BadState) => Counter::DropBadState,
+        Reject::Qp(QpDrop::BadQkey) => Counter::DropBadQkey,
+        Reject::Qp(QpDrop::NoRecvWqe) => Counter::DropNoRecvWqe,
         Reject::Packet(r) => match r {
             DropReason::Truncated => Counter::DropTruncated,
             DropReason::BadHeader => Counter::DropBadHeader,
@@ -61,8 +145,8 @@ fn drop_counter(d: Reject) -> Counter {
     }
 }
 
-/// Checks one linear packet, from its IP header on.
-fn classify(skb: &SkBuff) -> Result<(), Reject> {
+/// Checks one linear packet, from its IP header on; returns its IP header and parsed packet.
+fn classify(skb: &SkBuff) -> Result<(&[u8], Packet<'_>), Reject> {
     const BAD_HEADER: Reject = Reject::Packet(DropReason::BadHeader);
     let (bytes, udp_off) = skb.network_and_data().ok_or(BAD_HEADER)?;
     let (ip, rest) = bytes.split_at(udp_off);
@@ -87,7 +171,5 @@ fn classify(skb: &SkBuff) -> Result<(), Reject> {
     if !icrc_ok {
         return Err(Reject::Packet(DropReason::BadIcrc));
     }
-    // Queue pairs come next; until then every valid packet is for an unknown QPN.
-    let _ = pkt.bth.dest_qpn;
-    Err(Reject::Qpn)
+    Ok((ip, pkt))
 }

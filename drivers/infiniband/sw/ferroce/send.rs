@@ -8,11 +8,10 @@
 
 use crate::{
     ah::Ipv4Av,
-    counters::Counter,
     device::Ferroce,
     proto::{
         bth::Bth,
-        build::{build_ipv4, flow_label, ipv4_packet_len, udp_sport, Ipv4Path},
+        build::{flow_label, udp_sport, Ipv4Path},
         packet::{Deth, ExtHeaders},
         psn::Psn,
         wqe::{
@@ -20,8 +19,10 @@ use crate::{
             SEND_SOLICITED, SGE_SIZE,
         },
     },
+    sge,
+    xmit::Xmit,
 };
-use kernel::{net::ipv4::Route, prelude::*, rdma::qp::Qp};
+use kernel::{prelude::*, rdma::qp::Qp};
 
 /// UD opcodes.
 const UD_SEND_ONLY: u8 = 0x64;
@@ -159,33 +160,11 @@ fn gather(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>, out: &mut [u8]) -> Res
     if num.saturating_mul(SGE_SIZE) > ud.payload_room {
         return Err(WcStatus::LocLenErr);
     }
-    let mrs = &qp.device().data().mrs;
-    let mut done = 0usize;
-    for i in 0..num {
-        let sge = wqe.sge(i).ok_or(WcStatus::LocLenErr)?;
-        let dst = done
-            .checked_add(sge.len as usize)
-            .and_then(|end| out.get_mut(done..end))
-            .ok_or(WcStatus::LocLenErr)?;
-        let mr = mrs.get(sge.lkey).ok_or(WcStatus::LocProtErr)?;
-        if mr.pd != ud.pd {
-            return Err(WcStatus::LocProtErr);
-        }
-        let start = sge.addr.checked_sub(mr.iova).ok_or(WcStatus::LocProtErr)?;
-        let start = usize::try_from(start).map_err(|_| WcStatus::LocProtErr)?;
-        mr.mem.read(start, dst).map_err(|_| WcStatus::LocProtErr)?;
-        done += sge.len as usize;
-    }
-    if done != out.len() {
-        return Err(WcStatus::LocLenErr);
-    }
-    Ok(())
+    let sges = (0..num).map(|i| wqe.sge(i));
+    sge::gather(&qp.device().data().mrs, ud.pd, sges, out)
 }
 
 fn transmit(qp: &Qp<Ferroce>, w: &UdWork, payload: &[u8], qp_qkey: u32, psn: &mut u32) -> Result {
-    let dev = qp.device();
-    let nd = dev.netdev(1).ok_or(ENODEV)?;
-    let net = nd.net().ok_or(ENODEV)?;
     let bth = Bth {
         opcode: if w.imm.is_some() {
             UD_SEND_ONLY_WITH_IMM
@@ -217,14 +196,5 @@ fn transmit(qp: &Qp<Ferroce>, w: &UdWork, payload: &[u8], qp_qkey: u32, psn: &mu
         imm: w.imm,
         ..ExtHeaders::default()
     };
-    let len = ipv4_packet_len(bth.opcode, payload.len()).ok_or(EINVAL)?;
-    let route = Route::output(&net, w.path.saddr, w.path.daddr, nd.ifindex())?;
-    route.send(&net, len, |out| {
-        build_ipv4(&w.path, &bth, &ext, payload, out).map_err(|_| EINVAL)
-    })?;
-    dev.data().counters.inc(Counter::SentPkts);
-    dev.data()
-        .counters
-        .add(Counter::SentBytes, payload.len() as u64);
-    Ok(())
+    Xmit::new(qp.device(), w.path)?.send(&bth, &ext, payload)
 }

@@ -23,6 +23,16 @@ pub(crate) enum WcStatus {
     LocProtErr = 4,
     /// The QP went to the error state before this WR ran.
     WrFlushErr = 5,
+    /// The responder found the request invalid (NAK).
+    RemInvReqErr = 9,
+    /// The responder refused the remote key or range (NAK).
+    RemAccessErr = 10,
+    /// The responder failed the operation (NAK).
+    RemOpErr = 11,
+    /// No response within the timeout, `retry_cnt` times.
+    RetryExcErr = 12,
+    /// RNR NAKs beyond `rnr_retry`.
+    RnrRetryExcErr = 13,
 }
 
 /// `IB_UVERBS_WC_*` opcodes, and `IB_WC_RECV` for receives.
@@ -40,6 +50,8 @@ pub(crate) enum WcOpcode {
     Flush = 8,
     AtomicWrite = 9,
     Recv = 1 << 7,
+    /// An RDMA WRITE with immediate consumed a receive WQE.
+    RecvRdmaWithImm = (1 << 7) + 1,
 }
 
 impl WcOpcode {
@@ -71,8 +83,15 @@ pub(crate) struct Completion {
     pub(crate) qp_num: u32,
     pub(crate) src_qp: u32,
     pub(crate) wc_flags: u32,
+    /// Immediate data as the wire carries it (`__be32`, delivered as is).
+    pub(crate) imm_data: u32,
     pub(crate) port_num: u8,
 }
+
+/// `IB_WC_GRH`: the buffer starts with the 40-byte GRH (or an IPv4 header in its last 20).
+pub(crate) const WC_GRH: u32 = 1;
+/// `IB_WC_WITH_IMM`.
+pub(crate) const WC_WITH_IMM: u32 = 2;
 
 impl Completion {
     /// A flush-error completion of a WR of `qp_num`.
@@ -95,6 +114,7 @@ impl Completion {
             qp_num,
             src_qp: 0,
             wc_flags: 0,
+            imm_data: 0,
             port_num: 1,
         }
     }
@@ -106,6 +126,7 @@ impl Completion {
         b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
         b[12..16].copy_from_slice(&(self.opcode as u32).to_ne_bytes());
         b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
+        b[24..28].copy_from_slice(&self.imm_data.to_be_bytes());
         b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
         b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
         b[36..40].copy_from_slice(&self.wc_flags.to_ne_bytes());
@@ -126,6 +147,8 @@ mod off {
     pub(super) const OPCODE: usize = 12;
     pub(super) const SEND_FLAGS: usize = 16;
     pub(super) const IMM: usize = 20;
+    pub(super) const RDMA_REMOTE_ADDR: usize = 24;
+    pub(super) const RDMA_RKEY: usize = 32;
     pub(super) const UD_REMOTE_QPN: usize = 24;
     pub(super) const UD_REMOTE_QKEY: usize = 28;
     pub(super) const UD_AH_NUM: usize = 36;
@@ -194,6 +217,16 @@ impl<'a> SendWqe<'a> {
         u32::from_be_bytes(bytes(self.0, off::IMM))
     }
 
+    /// The remote address of an RDMA WRITE or READ.
+    pub(crate) fn rdma_remote_addr(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, off::RDMA_REMOTE_ADDR))
+    }
+
+    /// The remote key of an RDMA WRITE or READ.
+    pub(crate) fn rdma_rkey(&self) -> u32 {
+        u32_at(self.0, off::RDMA_RKEY)
+    }
+
     pub(crate) fn ud_remote_qpn(&self) -> u32 {
         u32_at(self.0, off::UD_REMOTE_QPN) & 0xff_ffff
     }
@@ -223,13 +256,7 @@ impl<'a> SendWqe<'a> {
 
     /// SGE `i`, if the copy holds it.
     pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
-        let at = i.checked_mul(SGE_SIZE)?.checked_add(SEND_WQE_HEADER)?;
-        let b: [u8; SGE_SIZE] = *self.0.get(at..)?.first_chunk()?;
-        Some(Sge {
-            addr: u64::from_ne_bytes(bytes(&b, 0)),
-            len: u32_at(&b, 8),
-            lkey: u32_at(&b, 12),
-        })
+        sge_at(self.0, SEND_WQE_HEADER, i)
     }
 
     /// The first `len` bytes of inline data, if the copy holds them.
@@ -266,6 +293,44 @@ impl Av<'_> {
     }
 }
 
+/// SGE `i` of an SGE array that starts at `base`, if `wqe` holds it.
+fn sge_at(wqe: &[u8], base: usize, i: usize) -> Option<Sge> {
+    let at = i.checked_mul(SGE_SIZE)?.checked_add(base)?;
+    let b: [u8; SGE_SIZE] = *wqe.get(at..)?.first_chunk()?;
+    Some(Sge {
+        addr: u64::from_ne_bytes(bytes(&b, 0)),
+        len: u32_at(&b, 8),
+        lkey: u32_at(&b, 12),
+    })
+}
+
+/// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
+pub(crate) const RECV_WQE_HEADER: usize = 40;
+/// Offset of `dma.num_sge` in a receive WQE.
+const RECV_NUM_SGE: usize = 28;
+
+/// A receive WQE, read from a private copy of its slot; as for [`SendWqe`], any bytes decode.
+pub(crate) struct RecvWqe<'a>(&'a [u8]);
+
+impl<'a> RecvWqe<'a> {
+    pub(crate) fn new(slot: &'a [u8]) -> Self {
+        Self(slot)
+    }
+
+    pub(crate) fn wr_id(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, 0))
+    }
+
+    pub(crate) fn num_sge(&self) -> u32 {
+        u32_at(self.0, RECV_NUM_SGE)
+    }
+
+    /// SGE `i`, if the copy holds it.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        sge_at(self.0, RECV_WQE_HEADER, i)
+    }
+}
+
 /// Bytes of a receive WQE that hold its `wr_id`.
 pub(crate) const RECV_WQE_PREFIX: usize = 8;
 
@@ -288,9 +353,11 @@ mod tests {
             qp_num: 0x12_3456,
             src_qp: 7,
             wc_flags: 2,
+            imm_data: 0xcafe_f00d,
             port_num: 1,
         };
         let b = c.encode();
+        assert_eq!(&b[24..28], &[0xca, 0xfe, 0xf0, 0x0d]);
         assert_eq!(&b[0..8], &0x1122_3344_5566_7788u64.to_ne_bytes());
         assert_eq!(&b[8..12], &5u32.to_ne_bytes());
         assert_eq!(&b[12..16], &128u32.to_ne_bytes());
@@ -327,6 +394,9 @@ mod tests {
         assert_eq!((w.wr_id(), w.opcode(), w.send_flags()), (42, 3, 2));
         assert_eq!(w.imm(), 0xcafe_f00d);
         assert_eq!((w.ud_remote_qpn(), w.ud_remote_qkey()), (0x12_3456, 0x2222));
+        // The RDMA fields share the union with the UD ones.
+        assert_eq!(w.rdma_remote_addr(), 0x2222_ff12_3456);
+        assert_eq!(w.rdma_rkey(), 0);
         assert_eq!(w.ud_ah_num(), 0);
         b[36..40].copy_from_slice(&9u32.to_ne_bytes());
         assert_eq!(SendWqe::new(&b).ud_ah_num(), 9);
@@ -358,5 +428,27 @@ mod tests {
         assert_eq!(WcOpcode::for_send_wr(16), None);
         assert_eq!(WcOpcode::for_send_wr(u32::MAX), None);
         assert_eq!(recv_wr_id(&9u64.to_ne_bytes()), 9);
+    }
+
+    #[test]
+    fn recv_wqe_fields() {
+        let mut b = [0u8; RECV_WQE_HEADER + 2 * SGE_SIZE];
+        b[0..8].copy_from_slice(&77u64.to_ne_bytes());
+        b[28..32].copy_from_slice(&2u32.to_ne_bytes());
+        b[56..64].copy_from_slice(&0x2000u64.to_ne_bytes());
+        b[64..68].copy_from_slice(&60u32.to_ne_bytes());
+        b[68..72].copy_from_slice(&0x207u32.to_ne_bytes());
+        let w = RecvWqe::new(&b);
+        assert_eq!((w.wr_id(), w.num_sge()), (77, 2));
+        assert_eq!(
+            w.sge(1),
+            Some(Sge {
+                addr: 0x2000,
+                len: 60,
+                lkey: 0x207
+            })
+        );
+        assert_eq!(w.sge(2), None);
+        assert_eq!(RecvWqe::new(&b[..20]).num_sge(), 0);
     }
 }

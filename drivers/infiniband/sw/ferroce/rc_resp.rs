@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC responder: requests in PSN order land in receive WQEs (SEND) or registered memory
+//! (RDMA WRITE), RDMA READs are answered from registered memory, and the requester hears back by
+//! ACK, RNR NAK or NAK.
+//!
+//! Every remote key, address and length is checked against the MR table before memory is
+//! touched; a request that fails is NAKed and changes nothing.
+
+use crate::{
+    counters::{Counter, Counters},
+    cq::FerroceCq,
+    device::Ferroce,
+    mr::MrRef,
+    proto::{
+        bth::Bth,
+        opcode::{OpKind, Opcode, Position},
+        packet::{Aeth, ExtHeaders, Packet},
+        psn::Psn,
+        wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
+    },
+    qp::{QpInner, QpShared},
+    rc::path_mtu,
+    recv::QpDrop,
+    sge,
+    xmit::Xmit,
+};
+use kernel::{prelude::*, rdma::qp::Qp};
+
+/// An ACK's AETH syndrome: no credit count (end-to-end flow control is not used).
+const SYNDROME_ACK: u8 = 0x1f;
+/// An RNR NAK's syndrome, before the timer code.
+const SYNDROME_RNR: u8 = 0x20;
+const SYNDROME_NAK_SEQ: u8 = 0x60;
+const SYNDROME_NAK_INVALID: u8 = 0x61;
+const SYNDROME_NAK_ACCESS: u8 = 0x62;
+
+/// `IB_ACCESS_REMOTE_WRITE` and `_READ` on the QP.
+const QP_REMOTE_WRITE: u32 = 2;
+const QP_REMOTE_READ: u32 = 4;
+
+/// A SEND under way: its receive WQE and how much has landed.
+struct Receiving {
+    slot: KVec<u8>,
+    offset: usize,
+    failed: Option<WcStatus>,
+}
+
+/// An RDMA WRITE under way.
+struct Writing {
+    mr: MrRef,
+    at: usize,
+    left: u32,
+    len: u32,
+}
+
+/// The responder's state, under the QP's lock. The expected PSN is the QP's `rq_psn`.
+#[derive(Default)]
+pub(crate) struct Responder {
+    msn: u32,
+    /// A sequence NAK went out for the current gap; one is enough.
+    nak_sent: bool,
+    recv: Option<Receiving>,
+    write: Option<Writing>,
+}
+
+/// Takes a request for this QP.
+pub(crate) fn on_request(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    counters: &Counters,
+) -> Result<(), QpDrop> {
+    let path = inner.path(qp.qpn()).ok_or(QpDrop::BadState)?;
+    let xmit = Xmit::new(qp.device(), path).map_err(|_| QpDrop::BadState)?;
+    let psn = pkt.bth.psn;
+    let expected = Psn::new(inner.attr.rq_psn);
+    let d = psn.diff(expected);
+    if d > 0 {
+        counters.inc(Counter::OutOfSeqRequest);
+        if !inner.resp.nak_sent {
+            inner.resp.nak_sent = true;
+            ack(&xmit, inner, expected, SYNDROME_NAK_SEQ);
+        }
+        return Ok(());
+    }
+    if d < 0 {
+        counters.inc(Counter::DuplicateRequest);
+        if pkt.info.kind == OpKind::ReadRequest {
+            // Reads change nothing: answer again.
+            let _ = read(qp, shared, inner, &xmit, pkt);
+        } else {
+            ack(&xmit, inner, expected.add(Psn::MASK), SYNDROME_ACK);
+        }
+        return Ok(());
+    }
+    inner.resp.nak_sent = false;
+    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    let res = match pkt.info.kind {
+        OpKind::Send => send(qp, shared, inner, pkt),
+        OpKind::Write => write(qp, shared, inner, pkt),
+        OpKind::ReadRequest => {
+            return match read(qp, shared, inner, &xmit, pkt) {
+                Ok(npkts) => {
+                    inner.attr.rq_psn = psn.add(npkts).get();
+                    counters.inc(Counter::RcvdPkts);
+                    Ok(())
+                }
+                Err(syndrome) => {
+                    ack(&xmit, inner, psn, syndrome);
+                    Ok(())
+                }
+            };
+        }
+        _ => Err(SYNDROME_NAK_INVALID),
+    };
+    match res {
+        Ok(()) => {
+            inner.attr.rq_psn = psn.add(1).get();
+            counters.inc(Counter::RcvdPkts);
+            counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+            if last {
+                inner.resp.msn = (inner.resp.msn + 1) & Psn::MASK;
+            }
+            if pkt.bth.ack_req {
+                ack(&xmit, inner, psn, SYNDROME_ACK);
+            }
+        }
+        Err(syndrome) => {
+            if syndrome & 0xe0 == SYNDROME_RNR {
+                counters.inc(Counter::SendRnrErr);
+            }
+            ack(&xmit, inner, psn, syndrome);
+        }
+    }
+    Ok(())
+}
+
+/// Sends an ACK or NAK for `psn`.
+fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
+    let bth = Bth {
+        opcode: Opcode::RcAck as u8,
+        solicited: false,
+        mig_req: false,
+        pad: 0,
+        pkey: 0xffff,
+        fecn: false,
+        becn: false,
+        dest_qpn: inner.attr.dest_qp_num,
+        ack_req: false,
+        psn,
+    };
+    let ext = ExtHeaders {
+        aeth: Some(Aeth {
+            syndrome,
+            msn: inner.resp.msn,
+        }),
+        ..ExtHeaders::default()
+    };
+    // A lost ACK is resent when the requester asks again.
+    let _ = xmit.send(&bth, &ext, &[]);
+}
+
+/// The RNR NAK syndrome with this QP's timer.
+fn rnr(inner: &QpInner) -> u8 {
+    SYNDROME_RNR | (inner.attr.min_rnr_timer & 0x1f)
+}
+
+/// Takes the next receive WQE, if one is posted.
+fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, u8> {
+    let mut slot = KVec::new();
+    slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
+        .map_err(|_| rnr(inner))?;
+    match shared.rq.peek(inner.rq_cons, &mut slot) {
+        Ok(true) => Ok(Some(slot)),
+        _ => Ok(None),
+    }
+}
+
+/// Writes `data` at `offset` into a receive WQE's buffers.
+fn land(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    slot: &[u8],
+    offset: usize,
+    data: &[u8],
+) -> Result<(), WcStatus> {
+    let w = RecvWqe::new(slot);
+    let num = w.num_sge() as usize;
+    if num.saturating_mul(SGE_SIZE) > slot.len() - RECV_WQE_HEADER {
+        return Err(WcStatus::LocLenErr);
+    }
+    let mrs = &qp.device().data().mrs;
+    sge::scatter(mrs, shared.pd, (0..num).map(|i| w.sge(i)), offset, data)
+}
+
+/// Completes the receive WQE at the RQ's head.
+fn complete_recv(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    slot: &[u8],
+    c: Completion,
+    solicited: bool,
+) {
+    let _ = shared.rq.advance(&mut inner.rq_cons);
+    let c = Completion {
+        wr_id: RecvWqe::new(slot).wr_id(),
+        ..c
+    };
+    let _ = FerroceCq::post(qp.recv_cq(), &c, solicited);
+}
+
+fn recv_completion(
+    qp: &Qp<Ferroce>,
+    status: WcStatus,
+    opcode: WcOpcode,
+    len: usize,
+    imm: Option<u32>,
+) -> Completion {
+    Completion {
+        wr_id: 0,
+        status,
+        opcode,
+        // CAST: Messages are below 2^31 bytes.
+        byte_len: len as u32,
+        qp_num: qp.qpn(),
+        src_qp: 0,
+        wc_flags: if imm.is_some() { WC_WITH_IMM } else { 0 },
+        imm_data: imm.unwrap_or(0),
+        port_num: 1,
+    }
+}
+
+/// A SEND packet: into the receive WQE at the RQ's head.
+fn send(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Result<(), u8> {
+    let first = matches!(pkt.info.position, Position::First | Position::Only);
+    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    if first {
+        let slot = take_recv_wqe(shared, inner)?.ok_or_else(|| rnr(inner))?;
+        inner.resp.recv = Some(Receiving {
+            slot,
+            offset: 0,
+            failed: None,
+        });
+    }
+    let Some(r) = inner.resp.recv.as_mut() else {
+        // A middle or last without a first.
+        return Err(SYNDROME_NAK_INVALID);
+    };
+    if r.failed.is_none() {
+        if let Err(status) = land(qp, shared, &r.slot, r.offset, pkt.payload) {
+            r.failed = Some(status);
+        }
+    }
+    r.offset += pkt.payload.len();
+    if !last {
+        return Ok(());
+    }
+    let Some(r) = inner.resp.recv.take() else {
+        return Err(SYNDROME_NAK_INVALID);
+    };
+    let status = r.failed.unwrap_or(WcStatus::Success);
+    let c = recv_completion(qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
+    complete_recv(qp, shared, inner, &r.slot, c, pkt.bth.solicited);
+    match status {
+        WcStatus::Success => Ok(()),
+        // The receive buffer was too small or bad: the requester hears of it.
+        _ => Err(SYNDROME_NAK_INVALID),
+    }
+}
+
+/// An RDMA WRITE packet: into the region its first packet named.
+fn write(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Result<(), u8> {
+    let first = matches!(pkt.info.position, Position::First | Position::Only);
+    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    if first {
+        let reth = pkt.ext.reth.ok_or(SYNDROME_NAK_INVALID)?;
+        if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {
+            return Err(SYNDROME_NAK_ACCESS);
+        }
+        let mrs = &qp.device().data().mrs;
+        let (mr, at) = if reth.dma_len == 0 {
+            // A zero-length write names no memory.
+            inner.resp.write = None;
+            (None, 0)
+        } else {
+            let (mr, at) = sge::remote(
+                mrs,
+                shared.pd,
+                reth.rkey,
+                reth.va,
+                reth.dma_len,
+                sge::ACCESS_REMOTE_WRITE,
+            )
+            .ok_or(SYNDROME_NAK_ACCESS)?;
+            (Some(mr), at)
+        };
+        inner.resp.write = mr.map(|mr| Writing {
+            mr,
+            at,
+            left: reth.dma_len,
+            len: reth.dma_len,
+        });
+        if inner.resp.write.is_none() && !pkt.payload.is_empty() {
+            return Err(SYNDROME_NAK_INVALID);
+        }
+    }
+    let len = match inner.resp.write.as_mut() {
+        Some(w) => {
+            // CAST: Payloads are at most 4 KiB.
+            let n = pkt.payload.len() as u32;
+            if n > w.left || (last && n != w.left) {
+                inner.resp.write = None;
+                return Err(SYNDROME_NAK_INVALID);
+            }
+            w.mr.mem
+                .write(w.at, pkt.payload)
+                .map_err(|_| SYNDROME_NAK_ACCESS)?;
+            w.at += pkt.payload.len();
+            w.left -= n;
+            w.len
+        }
+        None if pkt.payload.is_empty() && first => 0,
+        None => return Err(SYNDROME_NAK_INVALID),
+    };
+    if !last {
+        return Ok(());
+    }
+    inner.resp.write = None;
+    if let Some(imm) = pkt.ext.imm {
+        // WRITE with immediate consumes a receive WQE for its completion.
+        let slot = take_recv_wqe(shared, inner)?.ok_or_else(|| rnr(inner))?;
+        let c = recv_completion(
+            qp,
+            WcStatus::Success,
+            WcOpcode::RecvRdmaWithImm,
+            len as usize,
+            Some(imm),
+        );
+        complete_recv(qp, shared, inner, &slot, c, pkt.bth.solicited);
+    }
+    Ok(())
+}
+
+/// An RDMA READ request: answered from the region it names. Returns the PSNs the responses take.
+fn read(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    xmit: &Xmit<'_>,
+    pkt: &Packet<'_>,
+) -> Result<u32, u8> {
+    let reth = pkt.ext.reth.ok_or(SYNDROME_NAK_INVALID)?;
+    if inner.attr.access_flags & QP_REMOTE_READ == 0 {
+        return Err(SYNDROME_NAK_ACCESS);
+    }
+    let mtu = path_mtu(qp, inner);
+    let npkts = reth.dma_len.div_ceil(mtu).max(1);
+    let mrs = &qp.device().data().mrs;
+    let src = if reth.dma_len == 0 {
+        None
+    } else {
+        Some(
+            sge::remote(
+                mrs,
+                shared.pd,
+                reth.rkey,
+                reth.va,
+                reth.dma_len,
+                sge::ACCESS_REMOTE_READ,
+            )
+            .ok_or(SYNDROME_NAK_ACCESS)?,
+        )
+    };
+    // The responses carry the MSN of this request, counted now.
+    let msn = (inner.resp.msn + 1) & Psn::MASK;
+    let is_new = pkt.bth.psn == Psn::new(inner.attr.rq_psn);
+    if is_new {
+        inner.resp.msn = msn;
+    }
+    let mut buf = KVec::new();
+    for i in 0..npkts {
+        let off = i * mtu;
+        let n = (reth.dma_len - off).min(mtu) as usize;
+        buf.clear();
+        buf.resize(n, 0u8, GFP_KERNEL).map_err(|_| SYNDROME_RNR)?;
+        if let Some((mr, at)) = &src {
+            mr.mem
+                .read(at + off as usize, &mut buf)
+                .map_err(|_| SYNDROME_NAK_ACCESS)?;
+        }
+        let pos = match (i == 0, i + 1 == npkts) {
+            (true, true) => Opcode::RcReadResponseOnly,
+            (true, false) => Opcode::RcReadResponseFirst,
+            (false, true) => Opcode::RcReadResponseLast,
+            (false, false) => Opcode::RcReadResponseMiddle,
+        };
+        let bth = Bth {
+            opcode: pos as u8,
+            solicited: false,
+            mig_req: false,
+            pad: 0,
+            pkey: 0xffff,
+            fecn: false,
+            becn: false,
+            dest_qpn: inner.attr.dest_qp_num,
+            ack_req: false,
+            psn: pkt.bth.psn.add(i),
+        };
+        let ext = ExtHeaders {
+            aeth: (pos != Opcode::RcReadResponseMiddle).then_some(Aeth {
+                syndrome: SYNDROME_ACK,
+                msn: if is_new { msn } else { inner.resp.msn },
+            }),
+            ..ExtHeaders::default()
+        };
+        // A lost response is asked for again.
+        let _ = xmit.send(&bth, &ext, &buf);
+    }
+    Ok(npkts)
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scatter/gather lists against the MR table: each SGE a WQE names is checked (key, PD, access,
+//! bounds) before its memory is touched, and a bad one fails only its own WR.
+
+use crate::{
+    mr::{MrRef, MrTable},
+    proto::wqe::{Sge, WcStatus},
+};
+
+/// `IB_ACCESS_LOCAL_WRITE`.
+const ACCESS_LOCAL_WRITE: u32 = 1;
+
+/// Where an SGE's bytes start in its region, checked against the region's key and PD.
+fn locate(mrs: &MrTable, pd: usize, sge: &Sge, write: bool) -> Result<(MrRef, usize), WcStatus> {
+    let mr = mrs.get(sge.lkey).ok_or(WcStatus::LocProtErr)?;
+    if mr.pd != pd || (write && mr.access & ACCESS_LOCAL_WRITE == 0) {
+        return Err(WcStatus::LocProtErr);
+    }
+    let start = sge.addr.checked_sub(mr.iova).ok_or(WcStatus::LocProtErr)?;
+    let start = usize::try_from(start).map_err(|_| WcStatus::LocProtErr)?;
+    Ok((mr, start))
+}
+
+/// Fills `out` from the SGEs, which must add up to exactly its length.
+pub(crate) fn gather(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>>,
+    out: &mut [u8],
+) -> Result<(), WcStatus> {
+    let mut done = 0usize;
+    for sge in sges {
+        let sge = sge.ok_or(WcStatus::LocLenErr)?;
+        let dst = done
+            .checked_add(sge.len as usize)
+            .and_then(|end| out.get_mut(done..end))
+            .ok_or(WcStatus::LocLenErr)?;
+        if dst.is_empty() {
+            continue;
+        }
+        let (mr, start) = locate(mrs, pd, &sge, false)?;
+        mr.mem.read(start, dst).map_err(|_| WcStatus::LocProtErr)?;
+        done += sge.len as usize;
+    }
+    if done != out.len() {
+        return Err(WcStatus::LocLenErr);
+    }
+    Ok(())
+}
+
+/// Fills `out` from the SGEs' bytes starting `offset` bytes into them (one packet of a message).
+/// `LocLenErr` if the SGEs end first.
+pub(crate) fn gather_at(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>>,
+    mut offset: usize,
+    out: &mut [u8],
+) -> Result<(), WcStatus> {
+    let mut out = out;
+    for sge in sges {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let sge = sge.ok_or(WcStatus::LocLenErr)?;
+        let len = sge.len as usize;
+        if offset >= len {
+            offset -= len;
+            continue;
+        }
+        let n = (len - offset).min(out.len());
+        let (mr, start) = locate(mrs, pd, &sge, false)?;
+        let at = start.checked_add(offset).ok_or(WcStatus::LocProtErr)?;
+        let (now, rest) = core::mem::take(&mut out).split_at_mut(n);
+        mr.mem.read(at, now).map_err(|_| WcStatus::LocProtErr)?;
+        out = rest;
+        offset = 0;
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(WcStatus::LocLenErr)
+    }
+}
+
+/// Writes `data` into the SGEs, starting `offset` bytes into them (a message arrives packet by
+/// packet). `LocLenErr` if the SGEs end first.
+pub(crate) fn scatter(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>>,
+    mut offset: usize,
+    mut data: &[u8],
+) -> Result<(), WcStatus> {
+    for sge in sges {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let sge = sge.ok_or(WcStatus::LocLenErr)?;
+        let len = sge.len as usize;
+        if offset >= len {
+            offset -= len;
+            continue;
+        }
+        let n = (len - offset).min(data.len());
+        let (mr, start) = locate(mrs, pd, &sge, true)?;
+        let at = start.checked_add(offset).ok_or(WcStatus::LocProtErr)?;
+        let (now, rest) = data.split_at(n);
+        mr.mem.write(at, now).map_err(|_| WcStatus::LocProtErr)?;
+        data = rest;
+        offset = 0;
+    }
+    if data.is_empty() {
+        Ok(())
+    } else {
+        Err(WcStatus::LocLenErr)
+    }
+}
+
+/// `IB_ACCESS_REMOTE_WRITE`.
+pub(crate) const ACCESS_REMOTE_WRITE: u32 = 2;
+/// `IB_ACCESS_REMOTE_READ`.
+pub(crate) const ACCESS_REMOTE_READ: u32 = 4;
+
+/// The region and offset a peer's `rkey`/`va`/`len` names, if the key, PD, `access` and the
+/// whole range check out.
+pub(crate) fn remote(
+    mrs: &MrTable,
+    pd: usize,
+    rkey: u32,
+    va: u64,
+    len: u32,
+    access: u32,
+) -> Option<(MrRef, usize)> {
+    let mr = mrs.get(rkey)?;
+    if mr.pd != pd || mr.access & access != access {
+        return None;
+    }
+    let start = usize::try_from(va.checked_sub(mr.iova)?).ok()?;
+    let end = start.checked_add(len as usize)?;
+    (end <= mr.mem.len()).then_some((mr, start))
+}

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The UD responder: a received datagram lands in the next receive WQE, behind the 40 bytes of
+//! its GRH, and completes.
+
+use crate::{
+    counters::{Counter, Counters},
+    cq::FerroceCq,
+    device::Ferroce,
+    proto::{
+        opcode::Transport,
+        packet::Packet,
+        wqe::{
+            Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
+        },
+    },
+    qp::{QpInner, QpShared},
+    recv::QpDrop,
+    sge,
+};
+use kernel::{
+    prelude::*,
+    rdma::qp::{Qp, QpState},
+};
+
+/// Bytes of the GRH in front of a UD receive buffer.
+const GRH_LEN: usize = 40;
+
+/// Delivers a UD packet (already checked for length and ICRC) to `shared`'s RQ.
+pub(crate) fn receive(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+    counters: &Counters,
+) -> Result<(), QpDrop> {
+    if pkt.info.transport != Transport::Ud
+        || !matches!(inner.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+    {
+        return Err(QpDrop::BadState);
+    }
+    let deth = pkt.ext.deth.ok_or(QpDrop::BadState)?;
+    if deth.qkey != inner.attr.qkey {
+        return Err(QpDrop::BadQkey);
+    }
+    let mut slot = KVec::new();
+    slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
+        .map_err(|_| QpDrop::NoRecvWqe)?;
+    if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
+        return Err(QpDrop::NoRecvWqe);
+    }
+    let wqe = RecvWqe::new(&slot);
+    let status = match land(qp, shared, &wqe, pkt, ip) {
+        Ok(()) => WcStatus::Success,
+        Err(s) => s,
+    };
+    let _ = shared.rq.advance(&mut inner.rq_cons);
+    let mut wc_flags = WC_GRH;
+    if pkt.ext.imm.is_some() {
+        wc_flags |= WC_WITH_IMM;
+    }
+    let c = Completion {
+        wr_id: wqe.wr_id(),
+        status,
+        opcode: WcOpcode::Recv,
+        // CAST: Bounded by the MTU.
+        byte_len: (GRH_LEN + pkt.payload.len()) as u32,
+        qp_num: qp.qpn(),
+        src_qp: deth.src_qpn,
+        wc_flags,
+        imm_data: pkt.ext.imm.unwrap_or(0),
+        port_num: 1,
+    };
+    counters.inc(Counter::RcvdPkts);
+    counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+    // A full CQ loses the completion: its consumer fell behind.
+    let _ = FerroceCq::post(qp.recv_cq(), &c, pkt.bth.solicited);
+    Ok(())
+}
+
+/// Writes the GRH and the payload into the WQE's buffers.
+fn land(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    wqe: &RecvWqe<'_>,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+) -> Result<(), WcStatus> {
+    let num = wqe.num_sge() as usize;
+    if num.saturating_mul(SGE_SIZE) > shared.rq.slot_len() - RECV_WQE_HEADER {
+        return Err(WcStatus::LocLenErr);
+    }
+    // RoCE v2 over IPv4 puts the IPv4 header in the last 20 bytes of the GRH (as rxe and
+    // libibverbs' `ibv_init_ah_from_wc` expect); over IPv6 the GRH is the IPv6 header.
+    let mut grh = [0u8; GRH_LEN];
+    match ip.len() {
+        GRH_LEN => grh.copy_from_slice(ip),
+        n if n <= GRH_LEN => grh[GRH_LEN - n..].copy_from_slice(ip),
+        _ => return Err(WcStatus::LocLenErr),
+    }
+    let mrs = &qp.device().data().mrs;
+    let sges = || (0..num).map(|i| wqe.sge(i));
+    sge::scatter(mrs, shared.pd, sges(), 0, &grh)?;
+    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, pkt.payload)
+}

@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# ferroce moving data between two namespaces over veth with unmodified rdma-core tools, at MTU
+# 1500 and 9000: each tool checks what it receives, and the counters must show the traffic.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+
+A=ferroce_data_a
+B=ferroce_data_b
+cleanup() {
+	ip netns pids "$A" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip netns pids "$B" 2>/dev/null | xargs -r kill 2>/dev/null
+	rdma link del fer0 2>/dev/null
+	rdma link del fer1 2>/dev/null
+	ip netns del "$A" 2>/dev/null
+	ip netns del "$B" 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+}
+trap cleanup EXIT
+
+ktap_print_header
+[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+for c in rdma ip ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+	ib_send_lat timeout; do
+	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
+done
+MTUS="1500 9000"
+RC_SIZES="1 4096 65536 1048576"
+PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
+ktap_set_plan $((2 * (1 + 4 + 5)))
+
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
+ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
+ip -n "$A" addr add 10.71.0.1/24 dev va
+ip -n "$B" addr add 10.71.0.2/24 dev vb
+ip -n "$A" link set va up
+ip -n "$B" link set vb up
+ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
+ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
+
+# gid_index DEV: the index of the device's IPv4 RoCE v2 GID.
+gid_index() {
+	local f
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		case "$(cat "$f")" in 0000:0000:0000:0000:0000:ffff:*) basename "$f"; return ;; esac
+	done
+	return 1
+}
+for _ in $(seq 50); do
+	GA=$(gid_index fer0) && GB=$(gid_index fer1) && break
+	sleep 0.1
+done
+[ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+
+# counter DEV NAME
+counter() {
+	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
+}
+
+# pair TOOL ARGS...: TOOL's server in A on fer0, its client in B on fer1; both must succeed.
+# GIDOPT is the tool's GID index option.
+GIDOPT=-g
+pair() {
+	local tool=$1 srv cli rc=0
+	shift
+	ip netns exec "$A" timeout 120 "$tool" -d fer0 $GIDOPT "$GA" "$@" >/tmp/ferroce_data_srv.log 2>&1 &
+	srv=$!
+	sleep 0.5
+	ip netns exec "$B" timeout 120 "$tool" -d fer1 $GIDOPT "$GB" "$@" 10.71.0.1 >/tmp/ferroce_data_cli.log 2>&1
+	cli=$?
+	wait "$srv" || rc=$?
+	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ]; then
+		echo "# $tool $*: client $cli, server $rc"
+		sed 's/^/# srv: /' /tmp/ferroce_data_srv.log | tail -5
+		sed 's/^/# cli: /' /tmp/ferroce_data_cli.log | tail -5
+		return 1
+	fi
+	# perftest's result row (size, iterations, figures), for the record.
+	awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print "# " FILENAME ": " $0}' /tmp/ferroce_data_cli.log | tail -1
+}
+
+# set_mtu MTU: both ends.
+set_mtu() {
+	ip -n "$A" link set va mtu "$1" && ip -n "$B" link set vb mtu "$1"
+}
+
+# ud_pingpong MTU: ibv_ud_pingpong with the largest message, and fer0 counted the packets.
+ud_pingpong() {
+	local size before after
+	# The largest UD message is the IB MTU (the largest one under the link MTU).
+	size=$([ "$1" -ge 4200 ] && echo 4096 || echo 1024)
+	before=$(counter fer0 rcvd_pkts)
+	pair ibv_ud_pingpong -s "$size" -n 500 -c || return 1
+	after=$(counter fer0 rcvd_pkts)
+	[ "$((after - before))" -ge 500 ] || { echo "# fer0 rcvd_pkts rose by $((after - before))"; return 1; }
+}
+
+# iters SIZE: enough round trips to cross many messages, few for the largest.
+iters() {
+	case $1 in 1048576) echo 8 ;; 65536) echo 50 ;; *) echo 200 ;; esac
+}
+
+# perf TOOL: a short perftest run; latency tools with small messages.
+perf() {
+	local size=65536
+	[[ $1 == *_lat ]] && size=64
+	GIDOPT=-x pair "$1" -s "$size" -n 200 -F
+}
+
+for mtu in $MTUS; do
+	set_mtu "$mtu"
+	ib_mtu=$([ "$mtu" -ge 4200 ] && echo 4096 || echo 1024)
+	ktap_test_result "ibv_ud_pingpong at MTU $mtu (500 iterations, checked)" ud_pingpong "$mtu"
+	for size in $RC_SIZES; do
+		ktap_test_result "ibv_rc_pingpong at MTU $mtu, $size bytes (checked)" \
+			pair ibv_rc_pingpong -m "$ib_mtu" -s "$size" -n "$(iters "$size")" -r 16 -c
+	done
+	for tool in $PERFTESTS; do
+		ktap_test_result "$tool at MTU $mtu" perf "$tool"
+	done
+done
+
+ktap_finished
