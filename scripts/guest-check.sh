@@ -59,14 +59,15 @@ dmesg -C
 echo "# guest kernel $(uname -r), $(nproc) CPUs"
 # The root file system is 9p: the first exec of a tool reads it and its libraries slowly, which
 # makes tests that start a server and "sleep 1" race under TCG. Load them once up front.
-for tool in rping ibv_devices ibv_devinfo ibv_rc_pingpong rdma ss ip ping; do
+for tool in rping ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw \
+	ib_send_bw ib_write_lat ib_send_lat tc rdma ss ip ping; do
 	command -v "$tool" >/dev/null && "$tool" --help >/dev/null 2>&1
 done
 kunit
 
 export FERROCE_C_RXE=$c_rxe
 for t in "$selftests"/ferroce/*.sh; do
-	run_kselftest selftests.ferroce 300 "$t"
+	run_kselftest selftests.ferroce 900 "$t"
 done
 
 # The kernel's own rxe selftests, unmodified, against ferroce: those that do not need the data

@@ -39,6 +39,22 @@ impl OwnedQueue {
     }
 }
 
+impl OwnedQueue {
+    /// Waits for every item queued before the call (not for ones queued after).
+    pub fn flush(&self) {
+        // SAFETY: By the type invariant the queue is alive.
+        unsafe { bindings::__flush_workqueue(self.0.as_ptr()) };
+    }
+
+    /// Waits until no item is queued or running, including items that running ones queue.
+    ///
+    /// Only running items may queue new ones meanwhile (the kernel warns about others).
+    pub fn drain(&self) {
+        // SAFETY: By the type invariant the queue is alive.
+        unsafe { bindings::drain_workqueue(self.0.as_ptr()) };
+    }
+}
+
 impl Deref for OwnedQueue {
     type Target = Queue;
 

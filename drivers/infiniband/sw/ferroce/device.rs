@@ -48,8 +48,8 @@ pub(crate) struct Ferroce;
 
 /// Per-device state. The netdev is the core's to hold (`ib_device_set_netdev`).
 pub(crate) struct FerroceDevice {
-    /// Runs the device's data path; dropped first, which waits for queued work.
-    pub(crate) wq: OwnedQueue,
+    /// Runs the device's data path; drained when the device goes (see `Drop`).
+    pub(crate) wq: Arc<OwnedQueue>,
     /// Received packets waiting for `wq`.
     pub(crate) rx: Arc<RxQueue>,
     /// Active IB MTU in bytes, following the netdev MTU.
@@ -75,6 +75,15 @@ impl FerroceDevice {
     fn set_link_mtu(&self, link_mtu: u32) {
         self.ib_mtu
             .store(mtu::ib_mtu_for_link(link_mtu), Ordering::Relaxed);
+    }
+}
+
+impl Drop for FerroceDevice {
+    fn drop(&mut self) {
+        // QPs (and their timers) are gone, and so is the receive path; what is still queued
+        // may hold the last references to QP state, and with it to `wq`. Finish it here, so
+        // `wq` is never destroyed from one of its own workers.
+        self.wq.drain();
     }
 }
 
@@ -311,7 +320,7 @@ impl LinkOps for Ferroce {
         let counters = Arc::new(Counters::new(), GFP_KERNEL)?;
         let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
         let data = FerroceDevice {
-            wq: OwnedQueue::new(name, WQ_UNBOUND)?,
+            wq: Arc::new(OwnedQueue::new(name, WQ_UNBOUND)?, GFP_KERNEL)?,
             rx: RxQueue::new(qps.clone(), counters.clone())?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,

@@ -26,6 +26,7 @@ mod proto_kunit;
 mod qp;
 mod queue;
 mod rc;
+mod rc_comp;
 mod rc_resp;
 mod recv;
 mod send;

@@ -16,13 +16,13 @@ use crate::{
         wqe::{self, Completion, SendWqe, WcOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     },
     queue::{mminfo, Ring, MMINFO_SIZE},
-    rc, rc_resp,
+    rc, rc_comp, rc_resp,
     recv::QpDrop,
     send, ud,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_mutex,
+    impl_has_hr_timer, impl_has_work, new_mutex, new_work,
     prelude::*,
     rdma::{
         mmap::{MmapInfo, SharedMem},
@@ -33,7 +33,15 @@ use kernel::{
         },
         udata::Udata,
     },
-    sync::{Arc, Mutex},
+    sync::{Arc, ArcBorrow, Mutex},
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart,
+            RelativeMode,
+        },
+        Monotonic,
+    },
+    workqueue::{OwnedQueue, Work, WorkItem},
     xarray::{AllocKind, XArray},
 };
 
@@ -119,6 +127,8 @@ pub(crate) struct QpInner {
     pub(crate) req: rc::Requester,
     /// RC responder.
     pub(crate) resp: rc_resp::Responder,
+    /// The RC retransmission or RNR timer, while armed. It holds the QP: destroy drops it.
+    pub(crate) timer: Option<ArcHrTimerHandle<QpShared>>,
 }
 
 impl QpInner {
@@ -153,23 +163,62 @@ pub(crate) struct QpShared {
     pub(crate) caps: QpCaps,
     sig_all: bool,
     link: Arc<QpLink<Ferroce>>,
+    /// The device's data path queue, where the timer sends its work.
+    wq: Arc<OwnedQueue>,
+    #[pin]
+    timer: HrTimer<QpShared>,
+    #[pin]
+    timer_work: Work<QpShared>,
     #[pin]
     inner: Mutex<QpInner>,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for QpShared {
+        mode: RelativeMode<Monotonic>,
+        field: self.timer,
+    }
+}
+
+impl_has_work! {
+    impl HasWork<Self> for QpShared { self.timer_work }
+}
+
+impl HrTimerCallback for QpShared {
+    type Pointer<'a> = Arc<Self>;
+
+    /// In interrupt context: the work does the rest. The handle in `QpInner::timer` keeps a
+    /// reference while this runs, so the one dropped here is never the last.
+    fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        let _ = this.wq.enqueue(Arc::<Self>::from(this));
+        HrTimerRestart::NoRestart
+    }
+}
+
+impl WorkItem for QpShared {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        this.link.with(|qp| {
+            let mut inner = this.inner.lock();
+            rc_comp::on_timer(qp, &this, &mut inner);
+        });
+    }
 }
 
 impl QpShared {
     /// Takes a valid packet addressed to this QP; an `Err` is counted as a drop.
     pub(crate) fn receive(
-        &self,
+        this: &Arc<Self>,
         pkt: &Packet<'_>,
         ip: &[u8],
         counters: &Counters,
     ) -> Result<(), QpDrop> {
-        self.link
+        this.link
             .with(|qp| {
-                let mut inner = self.inner.lock();
-                match self.qp_type {
-                    QpType::Ud => ud::receive(qp, self, &mut inner, pkt, ip, counters),
+                let mut inner = this.inner.lock();
+                match this.qp_type {
+                    QpType::Ud => ud::receive(qp, this, &mut inner, pkt, ip, counters),
                     QpType::Rc => {
                         let state = inner.attr.state;
                         if pkt.info.transport != Transport::Rc {
@@ -181,13 +230,13 @@ impl QpShared {
                                     return Err(QpDrop::BadState);
                                 }
                                 counters.inc(crate::counters::Counter::RcvdPkts);
-                                rc::on_response(qp, self, &mut inner, pkt)
+                                rc_comp::on_response(qp, this, &mut inner, pkt)
                             }
                             _ => {
                                 if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
                                     return Err(QpDrop::BadState);
                                 }
-                                rc_resp::on_request(qp, self, &mut inner, pkt, counters)
+                                rc_resp::on_request(qp, this, &mut inner, pkt, counters)
                             }
                         }
                     }
@@ -213,6 +262,7 @@ impl QpShared {
 
     /// Completes every posted WQE with a flush error: receives first, then sends.
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+        inner.timer = None;
         inner.resp = rc_resp::Responder::default();
         let res = self.flush_rings(qp, inner);
         let cons = inner.sq_cons;
@@ -374,6 +424,7 @@ impl FerroceQp {
         udata.write(&resp)?;
 
         let table = pd.device().data().qps.clone();
+        let wq = pd.device().data().wq.clone();
         let mut rings = Some((sq, rq));
         let shared = table.insert(|qpn| {
             let (sq, rq) = rings.take().ok_or(EINVAL)?;
@@ -387,6 +438,9 @@ impl FerroceQp {
                     caps,
                     sig_all: init.sig_all,
                     link: init.link.clone(),
+                    wq,
+                    timer <- HrTimer::new(),
+                    timer_work <- new_work!("ferroce::QpShared::timer_work"),
                     inner <- new_mutex!(QpInner {
                         attr: QpAttr {
                             port: 1,
@@ -396,6 +450,7 @@ impl FerroceQp {
                         rq_cons: 0,
                         req: rc::Requester::default(),
                         resp: rc_resp::Responder::default(),
+                        timer: None,
                     }),
                 }),
                 GFP_KERNEL,
@@ -424,6 +479,14 @@ impl FerroceQp {
         check_attr(new, mask)?;
         inner.attr.update(new, mask);
         inner.attr.state = next;
+        if next == QpState::Rts {
+            let (r, rnr, psn) = (
+                inner.attr.retry_cnt,
+                inner.attr.rnr_retry,
+                inner.attr.sq_psn,
+            );
+            inner.req.start(r, rnr, psn);
+        }
         if next == QpState::Err {
             // A full CQ loses completions (its consumer fell behind); that does not undo the
             // transition.
@@ -483,5 +546,12 @@ fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
 impl Drop for FerroceQp {
     fn drop(&mut self) {
         self.table.remove(self.shared.qpn);
+        // The armed timer holds the QP; no one re-arms it once the link is revoked.
+        let timer = self.shared.inner.lock().timer.take();
+        drop(timer);
+        // Work queued before now (a timer's, or packets for this QP) may hold the last other
+        // reference. Wait for it: the rings must go now, while their user context exists,
+        // not later from a worker.
+        self.shared.wq.flush();
     }
 }

@@ -90,7 +90,8 @@ pub(crate) fn on_request(
         if pkt.info.kind == OpKind::ReadRequest {
             // Reads change nothing: answer again.
             let _ = read(qp, shared, inner, &xmit, pkt);
-        } else {
+        } else if pkt.bth.ack_req {
+            // Its ACK was lost (or is late): say again how far we are.
             ack(&xmit, inner, expected.add(Psn::MASK), SYNDROME_ACK);
         }
         return Ok(());

@@ -12,7 +12,7 @@ use crate::{
         icrc::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
         packet::{self, DropReason, Packet},
     },
-    qp::QpTable,
+    qp::{QpShared, QpTable},
 };
 use kernel::{
     impl_has_work,
@@ -82,7 +82,7 @@ impl RxQueue {
     fn deliver(&self, skb: SkBuff) {
         let res = match classify(&skb) {
             Ok((ip, pkt)) => match self.qps.get(pkt.bth.dest_qpn) {
-                Some(qp) => qp.receive(&pkt, ip, &self.counters).map_err(Reject::Qp),
+                Some(qp) => QpShared::receive(&qp, &pkt, ip, &self.counters).map_err(Reject::Qp),
                 None => Err(Reject::Qpn),
             },
             Err(r) => Err(r),

@@ -21,14 +21,14 @@ trap cleanup EXIT
 
 ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+for c in rdma ip ss tc ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
 	ib_send_lat timeout; do
 	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
 done
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (1 + 4 + 5)))
+ktap_set_plan $((2 * (1 + 4 + 5) + 2))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -67,7 +67,11 @@ pair() {
 	shift
 	ip netns exec "$A" timeout 120 "$tool" -d fer0 $GIDOPT "$GA" "$@" >/tmp/ferroce_data_srv.log 2>&1 &
 	srv=$!
-	sleep 0.5
+	# The client connects once: wait for the server's out-of-band TCP port.
+	for _ in $(seq 100); do
+		ip netns exec "$A" ss -Hltn sport = :18515 | grep -q 18515 && break
+		sleep 0.1
+	done
 	ip netns exec "$B" timeout 120 "$tool" -d fer1 $GIDOPT "$GB" "$@" 10.71.0.1 >/tmp/ferroce_data_cli.log 2>&1
 	cli=$?
 	wait "$srv" || rc=$?
@@ -121,5 +125,37 @@ for mtu in $MTUS; do
 		ktap_test_result "$tool at MTU $mtu" perf "$tool"
 	done
 done
+
+# retransmits: what both devices counted as resent (timeouts and sequence NAKs).
+retransmits() {
+	local d n sum=0
+	for d in fer0 fer1; do
+		for n in completer_retry_err rcvd_seq_err; do
+			sum=$((sum + $(counter "$d" "$n")))
+		done
+	done
+	echo "$sum"
+}
+
+# lossy TOOL ARGS...: TOOL completes over a path losing 1% and reordering, and resends showed.
+lossy() {
+	local before after
+	before=$(retransmits)
+	pair "$@" || return 1
+	after=$(retransmits)
+	echo "# retransmit counters: $before -> $after"
+	[ "$after" -gt "$before" ]
+}
+
+set_mtu 1500
+for dev in "$A va" "$B vb"; do
+	set -- $dev
+	tc -n "$1" qdisc replace dev "$2" root netem delay 1ms reorder 1% loss 1% ||
+		ktap_exit_fail_msg "netem on $2"
+done
+ktap_test_result "1% loss + reordering: ibv_rc_pingpong 64 KiB x 50 (checked) and resends" \
+	lossy ibv_rc_pingpong -m 1024 -s 65536 -n 50 -r 16 -c
+GIDOPT=-x ktap_test_result "1% loss + reordering: ib_write_bw 64 KiB x 200 and resends" \
+	lossy ib_write_bw -s 65536 -n 200 -F
 
 ktap_finished

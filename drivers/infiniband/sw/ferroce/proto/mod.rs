@@ -14,6 +14,7 @@ pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod psn;
 pub(crate) mod ring;
+pub(crate) mod timeouts;
 pub(crate) mod wqe;
 
 /// The IANA UDP destination port of RoCEv2.

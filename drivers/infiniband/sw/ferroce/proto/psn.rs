@@ -3,7 +3,7 @@
 //! Packet sequence numbers: 24-bit counters that wrap, compared within half the space.
 
 /// A 24-bit packet sequence number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Psn(u32);
 
 impl Psn {
