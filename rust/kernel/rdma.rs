@@ -30,3 +30,4 @@ pub mod stats;
 mod ucontext;
 pub mod udata;
 pub mod umem;
+pub mod wr;

@@ -14,6 +14,25 @@ pub(crate) const fn alloc_size<T: Driver>() -> usize {
     Object::<T>::ALLOC_SIZE
 }
 
+/// An address handle of provider `T`, as a work request names it.
+#[repr(transparent)]
+pub struct Ah<T: Driver>(Object<T>);
+
+impl<T: Driver> Ah<T> {
+    /// # Safety
+    ///
+    /// `ah` was initialised by [`create`] and is not destroyed during `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ah: *mut bindings::ib_ah) -> &'a Self {
+        // SAFETY: Transparent over the object; per the safety requirement it is live.
+        unsafe { &*core::ptr::from_ref(Object::<T>::from_c(ah)).cast::<Self>() }
+    }
+
+    /// The provider's data.
+    pub fn data(&self) -> &T::Ah {
+        self.0.get()
+    }
+}
+
 /// `ops.create_ah` and `ops.create_user_ah`.
 ///
 /// # Safety

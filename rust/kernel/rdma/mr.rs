@@ -76,6 +76,36 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     Ok(ib)
 }
 
+/// `ops.get_dma_mr`.
+///
+/// # Safety
+///
+/// `pd` is a live PD of a device of `T`.
+pub(crate) unsafe fn get_dma<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    access: u32,
+) -> Result<*mut bindings::ib_mr> {
+    // SAFETY: Per the safety requirement.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let (keys, data) = T::get_dma_mr(pd, access)?;
+    let obj = KBox::pin_init(
+        try_pin_init!(MrObject::<T> {
+            ib: Opaque::zeroed(),
+            data <- data,
+        }),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: As in `reg_user`.
+    let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
+    let ib = obj.cast::<bindings::ib_mr>();
+    // SAFETY: Just allocated, not shared yet; the core sets the rest.
+    unsafe {
+        (*ib).lkey = keys.lkey;
+        (*ib).rkey = keys.rkey;
+    }
+    Ok(ib)
+}
+
 /// `ops.dereg_mr`: drops the provider data and frees the object.
 ///
 /// # Safety

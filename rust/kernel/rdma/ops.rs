@@ -15,7 +15,8 @@ use super::{
     qp::{self, AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
     stats::{self, StatDesc},
     ucontext,
-    udata::Udata, //
+    udata::Udata,
+    wr::{self, RecvBuf, SendWr, WcSink}, //
 };
 use crate::{bindings, error::from_result, module::this_module, prelude::*};
 use core::marker::PhantomData;
@@ -113,6 +114,20 @@ pub trait Driver: Sized + 'static {
 
     /// User space posted to the send queue ring.
     fn doorbell(qp: &Qp<Self>) -> Result;
+
+    /// A kernel consumer posts a send WR. May be called in atomic context: must not sleep.
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+
+    /// A kernel consumer posts a receive WR. May be called in atomic context: must not sleep.
+    fn post_recv(qp: &Qp<Self>, wr: RecvBuf) -> Result;
+
+    /// A kernel consumer polls: move completions into `sink` until it is full or none is left.
+    /// May be called in atomic context.
+    fn poll_cq(cq: &Cq<Self>, sink: &mut WcSink<'_, Self>) -> Result;
+
+    /// Creates the region of a kernel PD that its `local_dma_lkey` names: all kernel memory,
+    /// by address (`access` is `IB_ACCESS_*`).
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts
@@ -458,6 +473,49 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibqp` was initialised by `create_qp`; `wr` is a valid list; `bad_wr` is valid for writes.
+    unsafe extern "C" fn post_recv(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { qp::post_recv::<T>(ibqp, wr, bad_wr)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibcq` was initialised by `create_cq`; `wc` is valid for `num` entries.
+    unsafe extern "C" fn poll_cq(
+        ibcq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the safety requirement.
+            unsafe { wr::poll::<T>(Cq::<T>::from_raw(ibcq), num, wc) }
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of a device of `T`.
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: Per the safety requirement.
+        match unsafe { mr::get_dma::<T>(pd, access as u32) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was initialised by `create_qp`; the core frees it after this returns 0.
     unsafe extern "C" fn destroy_qp(
         ibqp: *mut bindings::ib_qp,
@@ -560,6 +618,9 @@ impl<T: Driver> OpsVTable<T> {
         query_qp: Some(Self::query_qp),
         destroy_qp: Some(Self::destroy_qp),
         post_send: Some(Self::post_send),
+        post_recv: Some(Self::post_recv),
+        poll_cq: Some(Self::poll_cq),
+        get_dma_mr: Some(Self::get_dma_mr),
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),
         destroy_ah: Some(Self::destroy_ah),

@@ -36,6 +36,8 @@ unsafe impl Send for LivePtr {}
 pub struct QpLink<T: Driver> {
     #[pin]
     qp: Mutex<Option<LivePtr>>,
+    /// The QP's address as an identity (completions name their QP by it); never dereferenced.
+    id: core::sync::atomic::AtomicPtr<bindings::ib_qp>,
     _driver: PhantomData<fn() -> T>,
 }
 
@@ -44,6 +46,7 @@ impl<T: Driver> QpLink<T> {
         Arc::pin_init(
             pin_init!(Self {
                 qp <- new_mutex!(None),
+                id: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
                 _driver: PhantomData,
             }),
             GFP_KERNEL,
@@ -60,7 +63,16 @@ impl<T: Driver> QpLink<T> {
     }
 
     fn set(&self, qp: Option<NonNull<bindings::ib_qp>>) {
+        if let Some(p) = qp {
+            self.id
+                .store(p.as_ptr(), core::sync::atomic::Ordering::Release);
+        }
         *self.qp.lock() = qp.map(LivePtr);
+    }
+
+    /// The QP's address, for `ib_wc.qp`.
+    pub(crate) fn raw(&self) -> *mut bindings::ib_qp {
+        self.id.load(core::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -643,23 +655,40 @@ pub(crate) unsafe fn query<T: Driver>(
 }
 
 /// `ops.post_send`. User QPs ring the doorbell with an empty list (their WQEs are in the
-/// shared ring); work request lists from kernel consumers are not supported yet.
+/// shared ring); kernel consumers post lists of WRs.
 ///
 /// # Safety
 ///
-/// `qp` was initialised by [`create`]; `bad_wr` is valid for writes when `wr` is not NULL.
+/// `qp` was initialised by [`create`]; `wr` is NULL or a valid list; `bad_wr` is valid for
+/// writes when `wr` is not NULL.
 pub(crate) unsafe fn post_send<T: Driver>(
     qp: *mut bindings::ib_qp,
     wr: *const bindings::ib_send_wr,
     bad_wr: *mut *const bindings::ib_send_wr,
 ) -> Result {
-    if !wr.is_null() {
-        // SAFETY: Per the safety requirement.
-        unsafe { *bad_wr = wr };
-        return Err(EOPNOTSUPP);
+    // SAFETY: Per the safety requirement.
+    let this = unsafe { Qp::<T>::from_raw(qp) };
+    if wr.is_null() {
+        return T::doorbell(this);
     }
     // SAFETY: Per the safety requirement.
-    T::doorbell(unsafe { Qp::<T>::from_raw(qp) })
+    unsafe { super::wr::post_send_list(this, qp, wr, bad_wr) }
+}
+
+/// `ops.post_recv`, for kernel consumers (user QPs post into their ring).
+///
+/// # Safety
+///
+/// `qp` was initialised by [`create`]; `wr` is a valid list; `bad_wr` is valid for writes.
+pub(crate) unsafe fn post_recv<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> Result {
+    // SAFETY: Per the safety requirement.
+    let this = unsafe { Qp::<T>::from_raw(qp) };
+    // SAFETY: Per the safety requirement.
+    unsafe { super::wr::post_recv_list(this, qp, wr, bad_wr) }
 }
 
 /// Drops the provider data before the core frees the object.
