@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Every test: host cargo tests, the kernel build, then in one guest boot our KUnit suites, our
-# kselftests, the kernel's rxe selftests against the C rxe, and a clean kernel log.
+# kselftests, the kernel's rxe selftests against the C rxe, and a clean kernel log; then two
+# guests on one wire, one with the C rxe and one with ferroce.
 # Ends with "N passed, N failed, N skipped"; exits non-zero on any failure or if nothing ran.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -52,6 +53,14 @@ if [ "$rc" -ne 0 ]; then
 	failed=$((failed + 1))
 fi
 [ -s "$results" ] || { echo "ferroce: the guest reported no results" >&2; failed=$((failed + 1)); }
+
+step "interop guests (C rxe and ferroce on one wire)"
+rc=0
+"$FERROCE_ROOT/scripts/interop.sh" "$results" 2>&1 | tee "$run_dir/interop.log" || rc=$?
+if [ "$rc" -ne 0 ] && ! grep -q '^fail interop' "$results"; then
+	echo "ferroce: the interop run failed (exit $rc)" >&2
+	failed=$((failed + 1))
+fi
 passed=$((passed + $(grep -c '^pass ' "$results" || true)))
 failed=$((failed + $(grep -c '^fail ' "$results" || true)))
 skipped=$((skipped + $(grep -c '^skip ' "$results" || true)))

@@ -26,7 +26,7 @@ else
 	opts+=(--disable-kvm)
 fi
 [ -n "${GUEST_RWDIR:-}" ] && opts+=(--rwdir "$GUEST_RWDIR")
-[ -n "${GUEST_QEMU_OPTS:-}" ] && opts+=(--qemu-opts "$GUEST_QEMU_OPTS")
+[ -n "${GUEST_QEMU_OPTS:-}" ] && opts+=("--qemu-opts=$GUEST_QEMU_OPTS")
 
 timeout=${GUEST_TIMEOUT:-900}
 # A session of its own, so the watchdog can kill vng and QEMU together.

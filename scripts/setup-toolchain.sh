@@ -11,7 +11,7 @@ PACKAGES=(
 	make flex bison bc cpio kmod rsync xz-utils patch libelf-dev libssl-dev dwarves python3 python3-venv
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest python3-pyverbs
-	iproute2 iputils-ping iperf3 python3-matplotlib
+	iproute2 iputils-ping iperf3 python3-matplotlib tcpdump tshark
 )
 VIRTME_NG_VERSION=1.42
 

@@ -85,6 +85,14 @@ impl AhTable {
 pub(crate) struct FerroceAh {
     table: Arc<AhTable>,
     num: u32,
+    state: Arc<AhState>,
+}
+
+impl FerroceAh {
+    /// What the send path needs of this AH.
+    pub(crate) fn state(&self) -> Arc<AhState> {
+        self.state.clone()
+    }
 }
 
 impl FerroceAh {
@@ -106,8 +114,10 @@ impl FerroceAh {
                 flow_label: attr.flow_label & 0xf_ffff,
             });
         let table = pd.device().data().ahs.clone();
-        let num = table.insert(Arc::new(AhState { pd: pd.id(), ipv4 }, GFP_KERNEL)?)?;
-        let this = Self { table, num };
+        // Kernel consumers (the CM) create AHs under spinlocks: nothing here may sleep.
+        let state = Arc::new(AhState { pd: pd.id(), ipv4 }, GFP_ATOMIC)?;
+        let num = table.insert(state.clone())?;
+        let this = Self { table, num, state };
         if let Some(udata) = udata {
             let mut resp = [0u8; CREATE_AH_RESP_SIZE];
             resp[..4].copy_from_slice(&num.to_ne_bytes());

@@ -58,6 +58,7 @@ counters! {
     DropBadState => c"rcvd_drop_bad_state",
     DropBadQkey => c"rcvd_drop_bad_qkey",
     DropNoRecvWqe => c"rcvd_drop_no_recv_wqe",
+    DropBacklog => c"rcvd_drop_backlog",
 }
 
 /// A device's counters. Plain atomics: a few increments per packet, read rarely.

@@ -11,14 +11,16 @@ use crate::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_spinlock,
+    new_spinlock_irq,
     prelude::*,
     rdma::{
         cq::{Cq, CqAttr, NotifyFlags},
         mmap::MmapInfo,
+        qp::{Qp, QpLink},
         udata::Udata,
+        wr::{Wc, WcSink, WC_WITH_NETWORK_HDR_TYPE},
     },
-    sync::SpinLock,
+    sync::{Arc, SpinLockIrq},
 };
 
 use crate::proto::wqe::UVERBS_WC_SIZE;
@@ -94,16 +96,72 @@ impl CqRing {
     }
 }
 
+/// A kernel consumer's completion, with the QP it names.
+struct KernelEntry {
+    wc: Wc,
+    qp: Arc<QpLink<Ferroce>>,
+}
+
+/// A kernel consumer's CQ: completions wait here for `poll_cq`, oldest first.
+struct KernelCq {
+    slots: KVec<Option<KernelEntry>>,
+    head: usize,
+    len: usize,
+}
+
+impl KernelCq {
+    fn new(entries: u32) -> Result<Self> {
+        let n = entries.clamp(1, limits::DEVICE_LIMITS.max_cqe) as usize;
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    fn push(&mut self, e: KernelEntry) -> Result {
+        let n = self.slots.len();
+        if self.len == n {
+            return Err(ENOSPC);
+        }
+        self.slots[(self.head + self.len) % n] = Some(e);
+        self.len += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Option<KernelEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        let e = self.slots[self.head].take();
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        e
+    }
+}
+
+/// Where a CQ keeps its completions.
+enum CqStore {
+    /// The ring shared with rdma-core's rxe provider.
+    User(CqRing),
+    Kernel(KernelCq),
+}
+
 /// A completion queue.
 #[pin_data]
 pub(crate) struct FerroceCq {
+    /// Kernel consumers poll and arm from any context, hence the interrupt-safe lock.
     #[pin]
-    ring: SpinLock<CqRing>,
+    ring: SpinLockIrq<CqStore>,
     armed: AtomicU32,
 }
 
 impl FerroceCq {
-    /// Creates a user CQ and tells user space where to map it.
+    /// Creates a CQ; a user one tells user space where to map it.
     pub(crate) fn create(
         attr: &CqAttr,
         udata: Option<&mut Udata<'_>>,
@@ -111,18 +169,30 @@ impl FerroceCq {
         if attr.flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        // Kernel consumers need kernel verbs (QPs, polling) that do not exist yet.
-        let udata = udata.ok_or(EOPNOTSUPP)?;
-        if udata.outlen() < MMINFO_SIZE {
-            return Err(EINVAL);
-        }
-        let (ring, info) = CqRing::new(attr.cqe, Some(udata))?;
-        udata.write(&mminfo(&info))?;
-        let cqe = ring.0.geo.capacity();
+        let (store, cqe) = match udata {
+            Some(udata) => {
+                if udata.outlen() < MMINFO_SIZE {
+                    return Err(EINVAL);
+                }
+                let (ring, info) = CqRing::new(attr.cqe, Some(udata))?;
+                udata.write(&mminfo(&info))?;
+                let cqe = ring.0.geo.capacity();
+                (CqStore::User(ring), cqe)
+            }
+            None => {
+                if attr.cqe > limits::DEVICE_LIMITS.max_cqe {
+                    return Err(EINVAL);
+                }
+                let k = KernelCq::new(attr.cqe)?;
+                // CAST: Bounded by `max_cqe`.
+                let cqe = k.slots.len() as u32;
+                (CqStore::Kernel(k), cqe)
+            }
+        };
         Ok((
             cqe,
             try_pin_init!(Self {
-                ring <- new_spinlock!(ring),
+                ring <- new_spinlock_irq!(store),
                 armed: AtomicU32::new(DISARMED),
             }),
         ))
@@ -140,12 +210,15 @@ impl FerroceCq {
         udata.write(&mminfo(&info))?;
         // Whichever ring loses is freed after the lock: freeing may sleep.
         let swapped = {
-            let mut ring = this.ring.lock();
+            let mut store = this.ring.lock();
+            let CqStore::User(ring) = &mut *store else {
+                return Err(EINVAL);
+            };
             // Fails if more CQEs wait than the new ring holds.
-            match new.take_entries_from(&ring) {
+            match new.take_entries_from(ring) {
                 Ok(()) => {
                     cq.set_cqe(capacity);
-                    Ok(core::mem::replace(&mut *ring, new))
+                    Ok(core::mem::replace(ring, new))
                 }
                 Err(e) => Err((e, new)),
             }
@@ -167,9 +240,22 @@ impl FerroceCq {
     ///
     /// `ENOSPC` if the CQ is full (the consumer fell behind): the completion is lost, as on
     /// hardware, where the CQ would go to an error state.
-    pub(crate) fn post(cq: &Cq<Ferroce>, c: &Completion, solicited: bool) -> Result {
+    pub(crate) fn post(
+        qp: &Qp<Ferroce>,
+        cq: &Cq<Ferroce>,
+        c: &Completion,
+        solicited: bool,
+    ) -> Result {
         let this = cq.data();
-        this.ring.lock().push(&c.encode())?;
+        // Taken before the lock: dropping an unused one must not happen under it.
+        let link = qp.link();
+        match &mut *this.ring.lock() {
+            CqStore::User(ring) => ring.push(&c.encode())?,
+            CqStore::Kernel(k) => k.push(KernelEntry {
+                wc: kernel_wc(c),
+                qp: link,
+            })?,
+        }
         let fires = if solicited || c.status != WcStatus::Success {
             this.armed.swap(DISARMED, Ordering::AcqRel) != DISARMED
         } else {
@@ -193,9 +279,45 @@ impl FerroceCq {
         // "Next completion" wins over "next solicited" until the event fires.
         self.armed.fetch_max(want, Ordering::AcqRel);
         if flags.report_missed() {
-            Ok(self.ring.lock().pending()? > 0)
+            Ok(match &*self.ring.lock() {
+                CqStore::User(ring) => ring.pending()? > 0,
+                CqStore::Kernel(k) => k.len > 0,
+            })
         } else {
             Ok(false)
         }
+    }
+
+    /// A kernel consumer takes completions.
+    pub(crate) fn poll(cq: &Cq<Ferroce>, sink: &mut WcSink<'_, Ferroce>) -> Result {
+        let mut store = cq.data().ring.lock();
+        let CqStore::Kernel(k) = &mut *store else {
+            return Err(EINVAL);
+        };
+        while !sink.is_full() {
+            let Some(e) = k.pop() else { break };
+            sink.push(&e.wc, &e.qp);
+        }
+        Ok(())
+    }
+}
+
+/// A completion as a kernel consumer sees it.
+fn kernel_wc(c: &Completion) -> Wc {
+    Wc {
+        wr_id: c.wr_id,
+        status: c.status as u32,
+        // The kernel's `IB_WC_*` opcodes have the user ABI's values.
+        opcode: c.opcode as u32,
+        byte_len: c.byte_len,
+        imm: u32::from_ne_bytes(c.imm_data.to_be_bytes()),
+        src_qp: c.src_qp,
+        wc_flags: c.wc_flags
+            | if c.net_type != 0 {
+                WC_WITH_NETWORK_HDR_TYPE
+            } else {
+                0
+            },
+        network_hdr_type: c.net_type,
     }
 }

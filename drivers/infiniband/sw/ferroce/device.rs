@@ -34,6 +34,7 @@ use kernel::{
         qp::{AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
         stats::StatDesc,
         udata::Udata,
+        wr::{RecvBuf, SendWr, WcSink},
     },
     sync::Arc,
     time::{delay::fsleep, Delta},
@@ -222,6 +223,22 @@ impl Driver for Ferroce {
 
     fn doorbell(qp: &Qp<Self>) -> Result {
         FerroceQp::doorbell(qp)
+    }
+
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        FerroceQp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: RecvBuf) -> Result {
+        FerroceQp::post_recv(qp, wr)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, sink: &mut WcSink<'_, Self>) -> Result {
+        FerroceCq::poll(cq, sink)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
+        FerroceMr::dma(pd, access)
     }
 
     const PORT_STATS: &'static [StatDesc] = &DESCS;

@@ -14,6 +14,7 @@ mod ah;
 mod counters;
 mod cq;
 mod device;
+mod kqp;
 mod limits;
 mod mr;
 mod net;

@@ -20,6 +20,9 @@ use kernel::{
 
 use crate::device::Ferroce;
 
+/// The key of kernel PDs' DMA region: index 0, which no registration gets.
+const DMA_LKEY: u32 = 0;
+
 /// `IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC`.
 const REMOTE_ACCESS: u32 = 0x2 | 0x4 | 0x8;
 
@@ -146,6 +149,33 @@ impl FerroceMr {
             0
         };
         Ok((MrKeys { lkey: key, rkey }, Ok(Self { table, key })))
+    }
+}
+
+impl FerroceMr {
+    /// The region a kernel PD's `local_dma_lkey` names. Kernel SGEs under it are checked and
+    /// accessed by the abstraction (`kernel::rdma::wr`); the key is never in the table, so no
+    /// user WQE and no packet can use it. Remote access (an "unsafe global rkey") is refused.
+    pub(crate) fn dma(
+        pd: &Pd<Ferroce>,
+        access: u32,
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
+        if access & REMOTE_ACCESS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let table = pd.device().data().mrs.clone();
+        // Index 0 is never allocated: `free_key` starts at 1.
+        let keys = MrKeys {
+            lkey: DMA_LKEY,
+            rkey: 0,
+        };
+        Ok((
+            keys,
+            Ok::<_, Error>(Self {
+                table,
+                key: DMA_LKEY,
+            }),
+        ))
     }
 }
 

@@ -8,6 +8,7 @@ use crate::{
     counters::Counters,
     cq::FerroceCq,
     device::Ferroce,
+    kqp::KernelQueues,
     limits,
     proto::{
         build::{flow_label, udp_sport, Ipv4Path},
@@ -32,6 +33,7 @@ use kernel::{
             QpState, QpType,
         },
         udata::Udata,
+        wr::{RecvBuf, SendWr},
     },
     sync::{Arc, ArcBorrow, Mutex},
     time::{
@@ -51,6 +53,8 @@ const MAX_INLINE_DATA: u32 = 512;
 const CREATE_QP_RESP_SIZE: usize = 2 * MMINFO_SIZE;
 /// User QPs are numbered from here; lower ones are reserved (QP0, QP1).
 const FIRST_QPN: u32 = 16;
+/// The GSI QP's number.
+const GSI_QPN: u32 = 1;
 /// QP numbers are 24 bits.
 const QPN_LIMIT: u32 = 1 << 24;
 
@@ -97,7 +101,7 @@ impl WorkRing {
     fn flush(
         &self,
         cons: &mut u32,
-        cq: &Qp<Ferroce>,
+        qp: &Qp<Ferroce>,
         to_send_cq: bool,
         mut complete: impl FnMut(&SharedMem, usize) -> Result<Completion>,
     ) -> Result {
@@ -106,11 +110,11 @@ impl WorkRing {
         for _ in 0..self.0.geo.count(prod, *cons) {
             let c = complete(&self.0.mem, self.0.geo.slot_offset(*cons))?;
             let target = if to_send_cq {
-                cq.send_cq()
+                qp.send_cq()
             } else {
-                cq.recv_cq()
+                qp.recv_cq()
             };
-            FerroceCq::post(target, &c, true)?;
+            FerroceCq::post(qp, target, &c, true)?;
             *cons = self.0.geo.next(*cons);
             self.0.consumer()?.store(*cons, Ordering::Release);
         }
@@ -162,13 +166,18 @@ pub(crate) struct QpShared {
     pub(crate) rq: WorkRing,
     pub(crate) caps: QpCaps,
     sig_all: bool,
+    /// A kernel consumer's QP: WRs come through `kq`, not the rings.
+    pub(crate) kernel: bool,
     link: Arc<QpLink<Ferroce>>,
-    /// The device's data path queue, where the timer sends its work.
+    /// The device's data path queue, where the QP's work runs.
     wq: Arc<OwnedQueue>,
     #[pin]
     timer: HrTimer<QpShared>,
+    /// Sends kernel WRs and handles the timer.
     #[pin]
-    timer_work: Work<QpShared>,
+    work: Work<QpShared>,
+    #[pin]
+    pub(crate) kq: KernelQueues,
     #[pin]
     inner: Mutex<QpInner>,
 }
@@ -181,7 +190,7 @@ impl_has_hr_timer! {
 }
 
 impl_has_work! {
-    impl HasWork<Self> for QpShared { self.timer_work }
+    impl HasWork<Self> for QpShared { self.work }
 }
 
 impl HrTimerCallback for QpShared {
@@ -201,12 +210,20 @@ impl WorkItem for QpShared {
     fn run(this: Arc<Self>) {
         this.link.with(|qp| {
             let mut inner = this.inner.lock();
+            if this.kernel {
+                this.kq.run_sends(qp, &this, &mut inner);
+            }
             rc_comp::on_timer(qp, &this, &mut inner);
         });
     }
 }
 
 impl QpShared {
+    /// Queues the QP's work (unless it is queued already).
+    pub(crate) fn kick(self: &Arc<Self>) {
+        let _ = self.wq.enqueue(self.clone());
+    }
+
     /// Takes a valid packet addressed to this QP; an `Err` is counted as a drop.
     pub(crate) fn receive(
         this: &Arc<Self>,
@@ -218,7 +235,9 @@ impl QpShared {
             .with(|qp| {
                 let mut inner = this.inner.lock();
                 match this.qp_type {
-                    QpType::Ud => ud::receive(qp, this, &mut inner, pkt, ip, counters),
+                    QpType::Ud | QpType::Gsi => {
+                        ud::receive(qp, this, &mut inner, pkt, ip, counters)
+                    }
                     QpType::Rc => {
                         let state = inner.attr.state;
                         if pkt.info.transport != Transport::Rc {
@@ -263,6 +282,9 @@ impl QpShared {
     /// Completes every posted WQE with a flush error: receives first, then sends.
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
         inner.timer = None;
+        if self.kernel {
+            self.kq.flush(qp);
+        }
         inner.resp = rc_resp::Responder::default();
         let res = self.flush_rings(qp, inner);
         let cons = inner.sq_cons;
@@ -316,7 +338,7 @@ impl QpShared {
             inner.sq_cons = ring.geo.next(inner.sq_cons);
             ring.consumer()?.store(inner.sq_cons, Ordering::Release);
             if let Some(c) = done {
-                FerroceCq::post(qp.send_cq(), &c, false)?;
+                FerroceCq::post(qp, qp.send_cq(), &c, false)?;
             }
         }
         Ok(())
@@ -340,8 +362,14 @@ impl QpTable {
     }
 
     /// Stores `make(qpn)` under a free QP number; returns it.
-    fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<QpShared>>) -> Result<Arc<QpShared>> {
-        let qpn = {
+    fn insert(
+        &self,
+        fixed: Option<u32>,
+        make: impl FnOnce(u32) -> Result<Arc<QpShared>>,
+    ) -> Result<Arc<QpShared>> {
+        let qpn = if let Some(n) = fixed {
+            n
+        } else {
             let span = QPN_LIMIT - FIRST_QPN;
             let qps = self.qps.lock();
             let start = self.cursor.fetch_add(1, Ordering::Relaxed);
@@ -353,8 +381,8 @@ impl QpTable {
         let shared = make(qpn)?;
         let mut qps = self.qps.lock();
         if qps.get(qpn as usize).is_some() {
-            // Another create took it between the locks; rare enough to just fail the create.
-            return Err(EAGAIN);
+            // Another create took it between the locks (rare: fail the create), or QP1 exists.
+            return Err(if fixed.is_some() { EBUSY } else { EAGAIN });
         }
         let res = qps.store(qpn as usize, shared.clone(), GFP_ATOMIC);
         drop(qps);
@@ -386,14 +414,17 @@ impl FerroceQp {
         init: &QpInit<'_, Ferroce>,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<(QpCreated, impl PinInit<Self, Error>)> {
-        match init.qp_type {
-            QpType::Rc | QpType::Uc | QpType::Ud => {}
-            // QP1 serves the kernel's MAD layer, which needs kernel verbs: not yet.
-            QpType::Gsi => return Err(EOPNOTSUPP),
+        let kernel = udata.is_none();
+        match (init.qp_type, kernel) {
+            (QpType::Rc | QpType::Uc | QpType::Ud, false) => {}
+            // Kernel consumers get datagram QPs: QP1 for the MAD layer, and UD.
+            (QpType::Ud | QpType::Gsi, true) => {}
+            _ => return Err(EOPNOTSUPP),
         }
-        let udata = udata.ok_or(EOPNOTSUPP)?;
-        if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
-            return Err(EINVAL);
+        if let Some(udata) = udata.as_deref() {
+            if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
+                return Err(EINVAL);
+            }
         }
         let lim = &limits::DEVICE_LIMITS;
         let c = &init.caps;
@@ -407,26 +438,43 @@ impl FerroceQp {
         }
         // A send WQE carries SGEs or inline data in the same space.
         let send_room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
-        let (sq, sq_info) = WorkRing::new(c.max_send_wr, SEND_WQE_HEADER + send_room, Some(udata))?;
         let recv_room = c.max_recv_sge as usize * SGE_SIZE;
-        let (rq, rq_info) = WorkRing::new(c.max_recv_wr, RECV_WQE_HEADER + recv_room, Some(udata))?;
+        // A kernel QP's rings stay empty (its WRs come through `kq`): one slot each.
+        let (sq_wr, rq_wr) = if kernel {
+            (1, 1)
+        } else {
+            (c.max_send_wr, c.max_recv_wr)
+        };
+        let (sq, sq_info) = WorkRing::new(sq_wr, SEND_WQE_HEADER + send_room, udata.as_deref())?;
+        let (rq, rq_info) = WorkRing::new(rq_wr, RECV_WQE_HEADER + recv_room, udata.as_deref())?;
         let caps = QpCaps {
-            max_send_wr: sq.0.geo.capacity(),
-            max_recv_wr: rq.0.geo.capacity(),
+            max_send_wr: if kernel {
+                c.max_send_wr
+            } else {
+                sq.0.geo.capacity()
+            },
+            max_recv_wr: if kernel {
+                c.max_recv_wr
+            } else {
+                rq.0.geo.capacity()
+            },
             // CAST: Bounded by the checks above (at most 512 bytes).
             max_send_sge: (send_room / SGE_SIZE) as u32,
             max_recv_sge: c.max_recv_sge,
             max_inline_data: send_room as u32,
         };
-        let mut resp = [0u8; CREATE_QP_RESP_SIZE];
-        resp[..MMINFO_SIZE].copy_from_slice(&mminfo(&rq_info));
-        resp[MMINFO_SIZE..].copy_from_slice(&mminfo(&sq_info));
-        udata.write(&resp)?;
+        if let Some(udata) = udata {
+            let mut resp = [0u8; CREATE_QP_RESP_SIZE];
+            resp[..MMINFO_SIZE].copy_from_slice(&mminfo(&rq_info));
+            resp[MMINFO_SIZE..].copy_from_slice(&mminfo(&sq_info));
+            udata.write(&resp)?;
+        }
 
         let table = pd.device().data().qps.clone();
         let wq = pd.device().data().wq.clone();
         let mut rings = Some((sq, rq));
-        let shared = table.insert(|qpn| {
+        let fixed = (init.qp_type == QpType::Gsi).then_some(GSI_QPN);
+        let shared = table.insert(fixed, |qpn| {
             let (sq, rq) = rings.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 try_pin_init!(QpShared {
@@ -437,10 +485,12 @@ impl FerroceQp {
                     rq,
                     caps,
                     sig_all: init.sig_all,
+                    kernel,
                     link: init.link.clone(),
                     wq,
                     timer <- HrTimer::new(),
-                    timer_work <- new_work!("ferroce::QpShared::timer_work"),
+                    work <- new_work!("ferroce::QpShared::work"),
+                    kq <- KernelQueues::new(),
                     inner <- new_mutex!(QpInner {
                         attr: QpAttr {
                             port: 1,
@@ -507,6 +557,24 @@ impl FerroceQp {
             // The UC transport is still to come: its WQEs wait.
             _ => Ok(()),
         }
+    }
+
+    /// A kernel consumer posts a send: queued for the QP's work.
+    pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
+        let this = &qp.data().shared;
+        if !this.kernel {
+            return Err(EINVAL);
+        }
+        QpShared::post_kernel_send(this, wr)
+    }
+
+    /// A kernel consumer posts a receive.
+    pub(crate) fn post_recv(qp: &Qp<Ferroce>, buf: RecvBuf) -> Result {
+        let this = &qp.data().shared;
+        if !this.kernel {
+            return Err(EINVAL);
+        }
+        this.kq.post_recv(buf)
     }
 
     pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<QpQuery> {

@@ -119,6 +119,9 @@ pub(crate) struct Requester {
     pub(crate) rnr_wait: bool,
     /// When the armed timer is due; a timer work that finds it in the future is stale.
     pub(crate) due: Option<Instant<Monotonic>>,
+    /// A READ's responses went missing from this PSN on and were asked for again: later
+    /// responses of the old stream must not ask again (each would start another stream).
+    pub(crate) reread: Option<Psn>,
 }
 
 impl Requester {
@@ -129,6 +132,7 @@ impl Requester {
         self.stopped = false;
         self.rnr_wait = false;
         self.due = None;
+        self.reread = None;
     }
 
     /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
@@ -293,6 +297,21 @@ fn send_window(
             // The stack refused (no memory, no route): the timer tries again.
             Err(_) => break,
         }
+    }
+}
+
+/// Asks again for the missing responses of the READ at `idx` in flight, and only those: the
+/// READs after it may be fine, and asking for them again would double their traffic.
+pub(crate) fn reread(qp: &Qp<Ferroce>, inner: &QpInner, idx: usize) {
+    let Some(sent) = inner.req.flight.get(idx) else {
+        return;
+    };
+    let Some(path) = inner.path(qp.qpn()) else {
+        return;
+    };
+    if let Ok(xmit) = Xmit::new(qp.device(), path) {
+        // A lost request is asked again by the timer.
+        let _ = send_read_request(&xmit, &inner.attr, sent, sent.read_pkts);
     }
 }
 

@@ -79,7 +79,15 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     {
         return;
     }
-    let counters = &qp.device().data().counters;
+    let data = qp.device().data();
+    if data.rx.busy() {
+        // The answer may be among the packets still waiting: not a timeout yet.
+        let rnr = inner.req.rnr_wait;
+        arm_ack(shared, inner);
+        inner.req.rnr_wait = rnr;
+        return;
+    }
+    let counters = &data.counters;
     if inner.req.rnr_wait {
         inner.req.rnr_wait = false;
         if inner.req.rnr_retries == 0 {
@@ -102,6 +110,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         counters.inc(Counter::CompleterRetryErr);
     }
     inner.req.nxt = inner.req.una;
+    inner.req.reread = None;
     rc::pump(qp, shared, inner);
     if inner.timer.is_none() {
         arm_ack(shared, inner);
@@ -127,7 +136,7 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
             if sent.kind == Kind::Read {
                 c.byte_len = sent.len;
             }
-            let _ = FerroceCq::post(qp.send_cq(), &c, false);
+            let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
         }
         let _ = shared.sq.advance(&mut inner.sq_cons);
         if sent.status != WcStatus::Success {
@@ -301,8 +310,15 @@ fn on_read_response(
         return Ok(());
     }
     if d > 0 {
-        // One went missing: ask again for the rest.
-        inner.req.nxt = expected;
+        // One went missing: ask again for the rest, once per READ. Later responses of the
+        // old stream arrive with gaps too; asking on each would start a stream each. A loss in
+        // the new stream waits for the timer.
+        if inner.req.reread.is_none() {
+            inner.req.reread = Some(expected);
+            if let Some(i) = target {
+                rc::reread(qp, inner, i);
+            }
+        }
         return Ok(());
     }
     let off = sent.read_pkts.saturating_mul(sent.mtu);
@@ -330,6 +346,7 @@ fn on_read_response(
     let last = matches!(pkt.info.position, Position::Last | Position::Only);
     if last {
         sent.acked = true;
+        inner.req.reread = None;
     }
     let una = psn.add(1);
     advance(shared, inner, una);

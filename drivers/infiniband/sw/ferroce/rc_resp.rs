@@ -210,7 +210,7 @@ fn complete_recv(
         wr_id: RecvWqe::new(slot).wr_id(),
         ..c
     };
-    let _ = FerroceCq::post(qp.recv_cq(), &c, solicited);
+    let _ = FerroceCq::post(qp, qp.recv_cq(), &c, solicited);
 }
 
 fn recv_completion(
@@ -231,6 +231,7 @@ fn recv_completion(
         wc_flags: if imm.is_some() { WC_WITH_IMM } else { 0 },
         imm_data: imm.unwrap_or(0),
         port_num: 1,
+        net_type: 0,
     }
 }
 

@@ -27,6 +27,9 @@ use kernel::{
     workqueue::{Work, WorkItem},
 };
 
+/// Received packets a device holds for its work queue before it drops new ones.
+const RX_BACKLOG: u32 = 4096;
+
 /// Receives the datagrams of every ferroce socket.
 pub(crate) struct Receiver;
 
@@ -41,6 +44,12 @@ impl EncapRecv for Receiver {
         let data = dev.data();
         if skb.linearize().is_err() {
             data.counters.inc(Counter::DropNoMem);
+            return;
+        }
+        // A bounded backlog: past it the data path is behind, and older packets would only
+        // reach QPs after their peers' timers fired.
+        if data.rx.skbs.len() >= RX_BACKLOG {
+            data.counters.inc(Counter::DropBacklog);
             return;
         }
         // Everything else runs in process context, in batches: QP state sleeps-locks, and
@@ -76,6 +85,11 @@ impl RxQueue {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Whether received packets wait for the work queue.
+    pub(crate) fn busy(&self) -> bool {
+        !self.skbs.is_empty()
     }
 
     /// Validates one packet and hands it to its QP.

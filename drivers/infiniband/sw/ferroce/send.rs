@@ -96,29 +96,65 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
         gather(qp, ud, wqe, &mut payload)?;
     }
     let remote_qpn = wqe.ud_remote_qpn();
-    let fl = match av.flow_label {
-        0 => flow_label(qp.qpn(), remote_qpn),
-        fl => fl,
-    };
     Ok((
         UdWork {
             solicited: flags & SEND_SOLICITED != 0,
             imm,
             remote_qpn,
             remote_qkey: wqe.ud_remote_qkey(),
-            path: Ipv4Path {
-                saddr: av.saddr,
-                daddr: av.daddr,
-                tos: av.tos,
-                ttl: match av.ttl {
-                    0 => 64,
-                    t => t,
-                },
-                sport: udp_sport(fl),
-            },
+            path: ipv4_path(qp, &av, remote_qpn),
         },
         payload,
     ))
+}
+
+/// Where a datagram along `av` to `remote_qpn` goes.
+fn ipv4_path(qp: &Qp<Ferroce>, av: &Ipv4Av, remote_qpn: u32) -> Ipv4Path {
+    let fl = match av.flow_label {
+        0 => flow_label(qp.qpn(), remote_qpn),
+        fl => fl,
+    };
+    Ipv4Path {
+        saddr: av.saddr,
+        daddr: av.daddr,
+        tos: av.tos,
+        ttl: match av.ttl {
+            0 => 64,
+            t => t,
+        },
+        sport: udp_sport(fl),
+    }
+}
+
+/// A kernel consumer's datagram (the MAD layer's, on QP1).
+pub(crate) struct Datagram<'a> {
+    pub(crate) av: &'a Ipv4Av,
+    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qkey: u32,
+    pub(crate) imm: Option<u32>,
+    pub(crate) solicited: bool,
+    pub(crate) payload: &'a [u8],
+}
+
+/// Sends a kernel consumer's datagram; a packet the stack drops is lost, as UD allows.
+pub(crate) fn send_datagram(
+    qp: &Qp<Ferroce>,
+    d: &Datagram<'_>,
+    qp_qkey: u32,
+    psn: &mut u32,
+) -> Result<(), WcStatus> {
+    if d.payload.len() > qp.device().data().ib_mtu() as usize {
+        return Err(WcStatus::LocLenErr);
+    }
+    let work = UdWork {
+        solicited: d.solicited,
+        imm: d.imm,
+        remote_qpn: d.remote_qpn,
+        remote_qkey: d.remote_qkey,
+        path: ipv4_path(qp, d.av, d.remote_qpn),
+    };
+    let _ = transmit(qp, &work, d.payload, qp_qkey, psn);
+    Ok(())
 }
 
 /// The path of a UD WQE: its AH's (which must belong to the QP's PD), or for `ah_num` 0 the

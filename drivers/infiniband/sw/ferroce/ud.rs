@@ -20,7 +20,10 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    rdma::qp::{Qp, QpState},
+    rdma::{
+        qp::{Qp, QpState},
+        wr::{NETWORK_IPV4, NETWORK_IPV6},
+    },
 };
 
 /// Bytes of the GRH in front of a UD receive buffer.
@@ -44,24 +47,34 @@ pub(crate) fn receive(
     if deth.qkey != inner.attr.qkey {
         return Err(QpDrop::BadQkey);
     }
-    let mut slot = KVec::new();
-    slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
-        .map_err(|_| QpDrop::NoRecvWqe)?;
-    if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
-        return Err(QpDrop::NoRecvWqe);
-    }
-    let wqe = RecvWqe::new(&slot);
-    let status = match land(qp, shared, &wqe, pkt, ip) {
-        Ok(()) => WcStatus::Success,
-        Err(s) => s,
+    let (wr_id, status) = if shared.kernel {
+        let buf = shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
+        let landed = grh(ip).and_then(|grh| {
+            buf.write(0, &grh)
+                .and_then(|()| buf.write(GRH_LEN, pkt.payload))
+                .map_err(|_| WcStatus::LocLenErr)
+        });
+        (buf.wr_id, landed.err().unwrap_or(WcStatus::Success))
+    } else {
+        let mut slot = KVec::new();
+        slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
+            .map_err(|_| QpDrop::NoRecvWqe)?;
+        if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
+            return Err(QpDrop::NoRecvWqe);
+        }
+        let wqe = RecvWqe::new(&slot);
+        let status = land(qp, shared, &wqe, pkt, ip)
+            .err()
+            .unwrap_or(WcStatus::Success);
+        let _ = shared.rq.advance(&mut inner.rq_cons);
+        (wqe.wr_id(), status)
     };
-    let _ = shared.rq.advance(&mut inner.rq_cons);
     let mut wc_flags = WC_GRH;
     if pkt.ext.imm.is_some() {
         wc_flags |= WC_WITH_IMM;
     }
     let c = Completion {
-        wr_id: wqe.wr_id(),
+        wr_id,
         status,
         opcode: WcOpcode::Recv,
         // CAST: Bounded by the MTU.
@@ -71,11 +84,16 @@ pub(crate) fn receive(
         wc_flags,
         imm_data: pkt.ext.imm.unwrap_or(0),
         port_num: 1,
+        net_type: if ip.len() == 20 {
+            NETWORK_IPV4
+        } else {
+            NETWORK_IPV6
+        },
     };
     counters.inc(Counter::RcvdPkts);
     counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
     // A full CQ loses the completion: its consumer fell behind.
-    let _ = FerroceCq::post(qp.recv_cq(), &c, pkt.bth.solicited);
+    let _ = FerroceCq::post(qp, qp.recv_cq(), &c, pkt.bth.solicited);
     Ok(())
 }
 
@@ -91,16 +109,22 @@ fn land(
     if num.saturating_mul(SGE_SIZE) > shared.rq.slot_len() - RECV_WQE_HEADER {
         return Err(WcStatus::LocLenErr);
     }
-    // RoCE v2 over IPv4 puts the IPv4 header in the last 20 bytes of the GRH (as rxe and
-    // libibverbs' `ibv_init_ah_from_wc` expect); over IPv6 the GRH is the IPv6 header.
+    let grh = grh(ip)?;
+    let mrs = &qp.device().data().mrs;
+    let sges = || (0..num).map(|i| wqe.sge(i));
+    sge::scatter(mrs, shared.pd, sges(), 0, &grh)?;
+    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, pkt.payload)
+}
+
+/// The 40 bytes in front of a UD receive. RoCE v2 over IPv4 puts the IPv4 header in their last
+/// 20 (as rxe, libibverbs' `ibv_init_ah_from_wc` and the kernel's `ib_init_ah_attr_from_wc`
+/// expect); over IPv6 they are the IPv6 header.
+fn grh(ip: &[u8]) -> Result<[u8; GRH_LEN], WcStatus> {
     let mut grh = [0u8; GRH_LEN];
     match ip.len() {
         GRH_LEN => grh.copy_from_slice(ip),
         n if n <= GRH_LEN => grh[GRH_LEN - n..].copy_from_slice(ip),
         _ => return Err(WcStatus::LocLenErr),
     }
-    let mrs = &qp.device().data().mrs;
-    let sges = || (0..num).map(|i| wqe.sge(i));
-    sge::scatter(mrs, shared.pd, sges(), 0, &grh)?;
-    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, pkt.payload)
+    Ok(grh)
 }

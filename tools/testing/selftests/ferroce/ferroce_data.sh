@@ -21,14 +21,14 @@ trap cleanup EXIT
 
 ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ss tc ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+for c in rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
 	ib_send_lat timeout; do
 	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
 done
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (1 + 4 + 5) + 2))
+ktap_set_plan $((2 * (2 + 4 + 5) + 4))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -85,6 +85,30 @@ pair() {
 	awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print "# " FILENAME ": " $0}' /tmp/ferroce_data_cli.log | tail -1
 }
 
+# rping_pair COUNT: rping (rdma_cm over QP1, then SEND/READ/WRITE on an RC QP) for COUNT
+# round trips, validating the data (-V) and showing it (-v): the client must show every one.
+rping_pair() {
+	local n=$1 srv cli rc=0 shown i
+	ip netns exec "$A" timeout 300 rping -s -a 10.71.0.1 -C "$n" -V >/tmp/ferroce_rping_srv.log 2>&1 &
+	srv=$!
+	# rdma_cm has no port to watch: retry while the server is not listening yet.
+	for i in $(seq 10); do
+		sleep 1
+		ip netns exec "$B" timeout 300 rping -c -a 10.71.0.1 -C "$n" -v -V >/tmp/ferroce_rping_cli.log 2>&1
+		cli=$?
+		[ "$cli" -eq 0 ] && break
+		grep -qiE "rdma_connect|REJECTED|unreachable|connect error" /tmp/ferroce_rping_cli.log || break
+	done
+	wait "$srv" || rc=$?
+	shown=$(grep -c "ping data: rdma-ping-" /tmp/ferroce_rping_cli.log)
+	echo "# rping -C $n: client $cli, server $rc, $shown pings shown"
+	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ] || [ "$shown" -ne "$n" ]; then
+		tail -3 /tmp/ferroce_rping_srv.log | sed 's/^/# srv: /'
+		tail -3 /tmp/ferroce_rping_cli.log | sed 's/^/# cli: /'
+		return 1
+	fi
+}
+
 # set_mtu MTU: both ends.
 set_mtu() {
 	ip -n "$A" link set va mtu "$1" && ip -n "$B" link set vb mtu "$1"
@@ -117,6 +141,7 @@ for mtu in $MTUS; do
 	set_mtu "$mtu"
 	ib_mtu=$([ "$mtu" -ge 4200 ] && echo 4096 || echo 1024)
 	ktap_test_result "ibv_ud_pingpong at MTU $mtu (500 iterations, checked)" ud_pingpong "$mtu"
+	ktap_test_result "rping -C 1000 -v -V at MTU $mtu" rping_pair 1000
 	for size in $RC_SIZES; do
 		ktap_test_result "ibv_rc_pingpong at MTU $mtu, $size bytes (checked)" \
 			pair ibv_rc_pingpong -m "$ib_mtu" -s "$size" -n "$(iters "$size")" -r 16 -c
@@ -125,6 +150,30 @@ for mtu in $MTUS; do
 		ktap_test_result "$tool at MTU $mtu" perf "$tool"
 	done
 done
+
+# dissected: tshark's InfiniBand dissector decodes a capture of SEND, WRITE and READ traffic (every
+# packet, each RC opcode the tools use) with no malformed packet or warning.
+dissected() {
+	local pcap=/tmp/ferroce_data.pcap cap bad ops want
+	command -v tshark >/dev/null && command -v tcpdump >/dev/null || { echo "# no tshark/tcpdump"; return 1; }
+	ip netns exec "$B" tcpdump -i vb -U -w "$pcap" udp port 4791 2>/dev/null &
+	cap=$!
+	sleep 1
+	pair ibv_rc_pingpong -m 1024 -s 4096 -n 10 -r 16 -c &&
+		GIDOPT=-x pair ib_write_bw -s 4096 -n 20 -F &&
+		GIDOPT=-x pair ib_read_bw -s 4096 -n 20 -F || { kill "$cap"; return 1; }
+	sleep 1
+	kill "$cap"; wait "$cap" 2>/dev/null
+	# Every RoCEv2 datagram is dissected as InfiniBand, none malformed or flagged.
+	bad=$(tshark -r "$pcap" -Y 'udp.dstport == 4791 && (!infiniband || _ws.malformed || _ws.expert.severity >= 0x600000)' 2>/dev/null | wc -l)
+	ops=$(tshark -r "$pcap" -Y infiniband -T fields -e infiniband.bth.opcode 2>/dev/null | sort -un | tr '\n' ' ')
+	echo "# $(tshark -r "$pcap" 2>/dev/null | wc -l) packets, opcodes: $ops; flagged: $bad"
+	# SEND first/middle/last, WRITE first/middle/last, READ request/response first/middle/last, ACK.
+	for want in 0 1 2 6 7 8 12 13 14 15 17; do
+		[[ " $ops " == *" $want "* ]] || { echo "# opcode $want missing"; return 1; }
+	done
+	[ "$bad" -eq 0 ]
+}
 
 # retransmits: what both devices counted as resent (timeouts and sequence NAKs).
 retransmits() {
@@ -147,7 +196,19 @@ lossy() {
 	[ "$after" -gt "$before" ]
 }
 
+# lossy_rping COUNT: rping completes over the lossy path, and resends showed.
+lossy_rping() {
+	local before after
+	before=$(retransmits)
+	rping_pair "$1" || return 1
+	after=$(retransmits)
+	echo "# retransmit counters: $before -> $after"
+	[ "$after" -gt "$before" ]
+}
+
 set_mtu 1500
+ktap_test_result "tshark decodes SEND, WRITE, READ and ACK packets as valid InfiniBand" dissected
+
 for dev in "$A va" "$B vb"; do
 	set -- $dev
 	tc -n "$1" qdisc replace dev "$2" root netem delay 1ms reorder 1% loss 1% ||
@@ -155,6 +216,7 @@ for dev in "$A va" "$B vb"; do
 done
 ktap_test_result "1% loss + reordering: ibv_rc_pingpong 64 KiB x 50 (checked) and resends" \
 	lossy ibv_rc_pingpong -m 1024 -s 65536 -n 50 -r 16 -c
+ktap_test_result "1% loss + reordering: rping -C 200 -V and resends" lossy_rping 200
 GIDOPT=-x ktap_test_result "1% loss + reordering: ib_write_bw 64 KiB x 200 and resends" \
 	lossy ib_write_bw -s 65536 -n 200 -F
 

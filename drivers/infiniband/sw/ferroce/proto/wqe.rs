@@ -86,6 +86,9 @@ pub(crate) struct Completion {
     /// Immediate data as the wire carries it (`__be32`, delivered as is).
     pub(crate) imm_data: u32,
     pub(crate) port_num: u8,
+    /// For kernel consumers: the received packet's `RDMA_NETWORK_*`, 0 if none. Not in the
+    /// user ABI.
+    pub(crate) net_type: u8,
 }
 
 /// `IB_WC_GRH`: the buffer starts with the 40-byte GRH (or an IPv4 header in its last 20).
@@ -116,6 +119,7 @@ impl Completion {
             wc_flags: 0,
             imm_data: 0,
             port_num: 1,
+            net_type: 0,
         }
     }
 
@@ -355,6 +359,7 @@ mod tests {
             wc_flags: 2,
             imm_data: 0xcafe_f00d,
             port_num: 1,
+            net_type: 2,
         };
         let b = c.encode();
         assert_eq!(&b[24..28], &[0xca, 0xfe, 0xf0, 0x0d]);

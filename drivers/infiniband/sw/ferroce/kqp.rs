@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queues of kernel consumers (the MAD layer on QP1, kernel UD QPs). They post from any
+//! context, often under their own spinlocks, so WRs wait on interrupt-safe lists: sends for the
+//! QP's work, receives for the packets that complete them.
+
+use crate::{
+    ah::AhState,
+    cq::FerroceCq,
+    device::Ferroce,
+    proto::wqe::{Completion, WcOpcode, WcStatus},
+    qp::{QpInner, QpShared},
+    send::{self, Datagram},
+};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    rdma::{
+        qp::{Qp, QpState},
+        wr::{RecvBuf, SendWr},
+    },
+    sync::{Arc, SpinLockIrq},
+};
+
+/// `IB_WR_SEND`, `IB_WR_SEND_WITH_IMM`: what a UD QP sends.
+const WR_SEND: u32 = 2;
+const WR_SEND_WITH_IMM: u32 = 3;
+/// `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`.
+const SEND_SIGNALED: u32 = 2;
+const SEND_SOLICITED: u32 = 4;
+
+/// A posted send, its data already copied out of the consumer's buffers.
+pub(crate) struct KernelSend {
+    wr_id: u64,
+    signaled: bool,
+    solicited: bool,
+    imm: Option<u32>,
+    ah: Arc<AhState>,
+    remote_qpn: u32,
+    remote_qkey: u32,
+    payload: KVec<u8>,
+}
+
+/// A kernel QP's posted WRs.
+#[pin_data]
+pub(crate) struct KernelQueues {
+    #[pin]
+    sends: SpinLockIrq<KVec<KernelSend>>,
+    #[pin]
+    recvs: SpinLockIrq<KVec<RecvBuf>>,
+}
+
+impl KernelQueues {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            sends <- new_spinlock_irq!(KVec::new()),
+            recvs <- new_spinlock_irq!(KVec::new()),
+        })
+    }
+
+    /// Queues a send; the QP's work transmits it. Does not sleep.
+    pub(crate) fn post_send(&self, wr: &SendWr<'_, Ferroce>) -> Result {
+        let imm = match wr.opcode {
+            WR_SEND => None,
+            // The WR holds the wire bytes in memory order.
+            WR_SEND_WITH_IMM => Some(u32::from_be_bytes(wr.imm.to_ne_bytes())),
+            _ => return Err(EINVAL),
+        };
+        let ud = wr.ud.as_ref().ok_or(EINVAL)?;
+        let mut payload = KVec::new();
+        payload.resize(wr.len(), 0u8, GFP_ATOMIC)?;
+        wr.gather(&mut payload)?;
+        let send = KernelSend {
+            wr_id: wr.wr_id,
+            signaled: wr.send_flags & SEND_SIGNALED != 0,
+            solicited: wr.send_flags & SEND_SOLICITED != 0,
+            imm,
+            ah: ud.ah.data().state(),
+            remote_qpn: ud.remote_qpn & 0xff_ffff,
+            remote_qkey: ud.remote_qkey,
+            payload,
+        };
+        self.sends.lock().push(send, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Queues a receive. Does not sleep.
+    pub(crate) fn post_recv(&self, buf: RecvBuf) -> Result {
+        self.recvs.lock().push(buf, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// The oldest posted receive, for a packet that arrived.
+    pub(crate) fn take_recv(&self) -> Option<RecvBuf> {
+        let mut recvs = self.recvs.lock();
+        if recvs.is_empty() {
+            None
+        } else {
+            recvs.remove(0).ok()
+        }
+    }
+
+    /// Sends what was posted, oldest first, each completing into the send CQ.
+    pub(crate) fn run_sends(&self, qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) {
+        let sends = core::mem::take(&mut *self.sends.lock());
+        for s in sends.iter() {
+            let status = match inner.attr.state {
+                QpState::Rts | QpState::Sqd => match &s.ah.ipv4 {
+                    Some(av) => {
+                        let d = Datagram {
+                            av,
+                            remote_qpn: s.remote_qpn,
+                            remote_qkey: s.remote_qkey,
+                            imm: s.imm,
+                            solicited: s.solicited,
+                            payload: &s.payload,
+                        };
+                        let mut psn = inner.attr.sq_psn;
+                        let res = send::send_datagram(qp, &d, inner.attr.qkey, &mut psn);
+                        inner.attr.sq_psn = psn;
+                        res.err().unwrap_or(WcStatus::Success)
+                    }
+                    None => WcStatus::LocQpOpErr,
+                },
+                QpState::Err => WcStatus::WrFlushErr,
+                // Posted before the QP could send (the consumer's mistake).
+                _ => WcStatus::LocQpOpErr,
+            };
+            if s.signaled || shared.sig_all() || status != WcStatus::Success {
+                let c = Completion::of_send_queue(s.wr_id, status, WcOpcode::Send, qp.qpn());
+                let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
+            }
+        }
+    }
+
+    /// Completes every posted WR with a flush error: receives first, then sends.
+    pub(crate) fn flush(&self, qp: &Qp<Ferroce>) {
+        let recvs = core::mem::take(&mut *self.recvs.lock());
+        for r in recvs.iter() {
+            let c = Completion::flushed(r.wr_id, WcOpcode::Recv, qp.qpn());
+            let _ = FerroceCq::post(qp, qp.recv_cq(), &c, true);
+        }
+        let sends = core::mem::take(&mut *self.sends.lock());
+        for s in sends.iter() {
+            let c = Completion::flushed(s.wr_id, WcOpcode::Send, qp.qpn());
+            let _ = FerroceCq::post(qp, qp.send_cq(), &c, true);
+        }
+    }
+}
+
+impl QpShared {
+    /// Queues a kernel consumer's send and wakes the QP's work.
+    pub(crate) fn post_kernel_send(this: &Arc<Self>, wr: &SendWr<'_, Ferroce>) -> Result {
+        this.kq.post_send(wr)?;
+        this.kick();
+        Ok(())
+    }
+}

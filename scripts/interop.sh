@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Wire interop with the C rxe: two guests on one QEMU dgram network over loopback, one running
+# the C rxe and one ferroce, run perftest and the pingpongs against each other in both
+# directions (tools/testing/selftests/ferroce/interop_guest.sh is each side).
+# Appends "pass|fail interop <name>" lines to RESULTS (default: print only).
+#   usage: scripts/interop.sh [RESULTS]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+results=${1:-/dev/null}
+build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built yet (run make kernel)"
+tree=$(cat "$FERROCE_CACHE/current-tree")
+c_rxe="$build/rxe-c/rdma_rxe.ko"
+[ -f "$c_rxe" ] || die "no C rxe module at $c_rxe"
+side="$tree/tools/testing/selftests/ferroce/interop_guest.sh"
+# INTEROP_ONLY="N ...": run only those tests (debugging).
+[ -z "${INTEROP_ONLY:-}" ] || side="INTEROP_ONLY='$INTEROP_ONLY' $side"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Two UDP ports on loopback, one per guest's end of the wire.
+base=$((20000 + RANDOM % 20000))
+net() { # LOCAL_PORT REMOTE_PORT MAC
+	echo "-netdev dgram,id=ix,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2 -device virtio-net-pci,netdev=ix,mac=$3"
+}
+step "interop: C rxe (10.72.0.1) and ferroce (10.72.0.2) guests"
+GUEST_CPUS=1 GUEST_TIMEOUT=1500 GUEST_QEMU_OPTS="$(net "$base" $((base + 1)) 52:54:00:fe:00:01)" \
+	"$FERROCE_ROOT/scripts/guest.sh" \
+	"$side c-rxe 52:54:00:fe:00:01 10.72.0.1 10.72.0.2 c-rxe $c_rxe" >"$work/c-rxe.log" 2>&1 &
+c_pid=$!
+GUEST_CPUS=1 GUEST_TIMEOUT=1500 GUEST_QEMU_OPTS="$(net $((base + 1)) "$base" 52:54:00:fe:00:02)" \
+	"$FERROCE_ROOT/scripts/guest.sh" \
+	"$side ferroce 52:54:00:fe:00:02 10.72.0.2 10.72.0.1 c-rxe" >"$work/ferroce.log" 2>&1 &
+f_pid=$!
+rc=0
+wait "$c_pid" || rc=1
+wait "$f_pid" || rc=1
+
+for s in c-rxe ferroce; do
+	echo "--- $s guest"
+	grep -E '^(ok|not ok|#) ' "$work/$s.log" || tail -n 20 "$work/$s.log"
+done
+# A test passes when both of its sides do.
+n=$(grep -cE '^(ok|not ok) [0-9]+ ' "$work/ferroce.log" || true)
+[ "$n" -gt 0 ] || { echo "fail interop no-results" >>"$results"; exit 1; }
+for i in $(seq "$n"); do
+	name=$(sed -nE "s/^(ok|not ok) $i [0-9]+: ([^ ]+) .*/\2/p" "$work/ferroce.log" | head -n1)
+	dir=$([ $((i % 2)) = 1 ] && echo "ferroce-to-c-rxe-server" || echo "c-rxe-to-ferroce-server")
+	if grep -qE "^ok $i " "$work/c-rxe.log" && grep -qE "^ok $i " "$work/ferroce.log"; then
+		echo "pass interop $i-$name-$dir" >>"$results"
+	else
+		echo "fail interop $i-$name-$dir" >>"$results"; rc=1
+	fi
+done
+exit "$rc"

@@ -1,0 +1,107 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# One side of the wire interop test (scripts/interop.sh boots two guests on one QEMU dgram
+# network): this guest runs DRIVER (c-rxe or ferroce) on the NIC with MAC, the peer the other.
+# Each test has a server on one side and a client on the other; the sides take turns, so both
+# directions run. Prints KTAP for this side; the host needs both sides to pass.
+#   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+export PATH=/usr/sbin:/sbin:$PATH
+
+driver=$1 mac=$2 self=$3 peer=$4 first=$5 c_rxe=${6:-}
+
+ktap_print_header
+# Tests, in order: TOOL ARGS (the server of odd ones is FIRST_SERVER's side).
+TESTS=(
+	"ib_write_bw -s 65536 -n 200 -F"
+	"ib_write_bw -s 65536 -n 200 -F"
+	"ib_read_bw -s 65536 -n 200 -F"
+	"ib_read_bw -s 65536 -n 200 -F"
+	"ibv_rc_pingpong -m 1024 -s 65536 -n 50 -c"
+	"ibv_rc_pingpong -m 1024 -s 65536 -n 50 -c"
+	"ibv_ud_pingpong -s 1024 -n 200 -c"
+	"ibv_ud_pingpong -s 1024 -n 200 -c"
+	"rping -C 200 -V"
+	"rping -C 200 -V"
+)
+ktap_set_plan "${#TESTS[@]}"
+
+case $driver in
+c-rxe) insmod "$c_rxe" || ktap_exit_fail_msg "insmod $c_rxe" ;;
+ferroce) modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe" ;;
+*) ktap_exit_fail_msg "unknown driver $driver" ;;
+esac
+ifc=$(ip -o link | awk -v m="$mac" 'tolower($0) ~ m {sub(":", "", $2); print $2; exit}')
+[ -n "$ifc" ] || ktap_exit_fail_msg "no NIC with MAC $mac"
+ip addr add "$self/24" dev "$ifc" && ip link set "$ifc" mtu 1500 up || ktap_exit_fail_msg "cannot set up $ifc"
+rdma link add r0 type rxe netdev "$ifc" || ktap_exit_fail_msg "rdma link add on $ifc"
+echo "# $driver on $ifc ($self), peer $peer"
+
+gid=""
+for _ in $(seq 100); do
+	for f in /sys/class/infiniband/r0/ports/1/gids/*; do
+		[ "$(cat "$f")" = "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${self//./ })" ] &&
+			gid=$(basename "$f")
+	done
+	[ -n "$gid" ] && break
+	sleep 0.1
+done
+[ -n "$gid" ] || ktap_exit_fail_msg "no GID for $self"
+# The peer boots on its own time.
+for _ in $(seq 300); do ping -c1 -W1 "$peer" >/dev/null 2>&1 && break; done
+ping -c1 -W2 "$peer" >/dev/null 2>&1 || ktap_exit_fail_msg "peer $peer unreachable"
+
+# run N TOOL ARGS...: this side's half of test N.
+run() {
+	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc
+	shift 2
+	[[ $tool == ibv_* ]] && gopt=-g
+	local mine=0 server
+	[ "$first" = "$driver" ] && mine=1
+	# Odd tests are served by FIRST_SERVER's side, even ones by the other.
+	if ((n % 2 == 1)); then server=$mine; else server=$((1 - mine)); fi
+	# rping speaks rdma_cm (QP1 MADs), addressed by IP; the others exchange QP numbers by TCP.
+	local srv_args=("$tool" -d r0 "$gopt" "$gid" -p "$port" "$@")
+	local cli_args=("$tool" -d r0 "$gopt" "$gid" -p "$port" "$@" "$peer")
+	if [ "$tool" = rping ]; then
+		srv_args=(rping -s -a "$self" -p "$port" "$@")
+		cli_args=(rping -c -a "$peer" -p "$port" "$@")
+	fi
+	if [ "$server" = 1 ]; then
+		timeout 150 "${srv_args[@]}" >/tmp/interop.log 2>&1
+		rc=$?
+	else
+		# Retry until the peer's server listens.
+		for _ in $(seq 60); do
+			timeout 120 "${cli_args[@]}" >/tmp/interop.log 2>&1
+			rc=$?
+			grep -qiE "couldn't connect|unable to connect|connection refused|rdma_connect|REJECTED|connect error" \
+				/tmp/interop.log || break
+			sleep 1
+		done
+	fi
+	echo "# $([ "$server" = 1 ] && echo server || echo client): $tool $* -> $rc"
+	awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print "#   " $0}' /tmp/interop.log | tail -1
+	if [ "$rc" -ne 0 ]; then
+		grep -vE '^ *(GID|local address|remote address|-+$)' /tmp/interop.log | tail -8 | sed 's/^/#   /'
+		rdma statistic show link r0/1 | tr ' ' '\n' | paste - - | grep -v '	0$' | tr '\n' ' ' |
+			sed 's/^/#   counters: /'
+		echo
+	fi
+	return "$rc"
+}
+
+for i in "${!TESTS[@]}"; do
+	n=$((i + 1))
+	# INTEROP_ONLY="3 4": run only those (for debugging; the host needs every test).
+	if [ -n "${INTEROP_ONLY:-}" ] && [[ " $INTEROP_ONLY " != *" $n "* ]]; then
+		ktap_test_skip "$n: not in INTEROP_ONLY"
+		continue
+	fi
+	ktap_test_result "$n: ${TESTS[$i]%% *} ($driver side)" run "$n" ${TESTS[$i]}
+done
+rdma link del r0
+dmesg | grep -E 'WARNING:|BUG:|rdma_rxe' | tail -n 5 | sed 's/^/# dmesg: /'
+ktap_finished
