@@ -94,10 +94,12 @@ rping_pair() {
 	# rdma_cm has no port to watch: retry while the server is not listening yet.
 	for i in $(seq 10); do
 		sleep 1
-		ip netns exec "$B" timeout 300 rping -c -a 10.71.0.1 -C "$n" -v -V >/tmp/ferroce_rping_cli.log 2>&1
+		# stderr apart: unbuffered, it could split a buffered "ping data" line.
+		ip netns exec "$B" timeout 300 rping -c -a 10.71.0.1 -C "$n" -v -V >/tmp/ferroce_rping_cli.log \
+			2>/tmp/ferroce_rping_cli.err
 		cli=$?
 		[ "$cli" -eq 0 ] && break
-		grep -qiE "rdma_connect|REJECTED|unreachable|connect error" /tmp/ferroce_rping_cli.log || break
+		grep -qiE "rdma_connect|REJECTED|unreachable|connect error" /tmp/ferroce_rping_cli.err || break
 	done
 	wait "$srv" || rc=$?
 	shown=$(grep -c "ping data: rdma-ping-" /tmp/ferroce_rping_cli.log)
@@ -105,6 +107,7 @@ rping_pair() {
 	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ] || [ "$shown" -ne "$n" ]; then
 		tail -3 /tmp/ferroce_rping_srv.log | sed 's/^/# srv: /'
 		tail -3 /tmp/ferroce_rping_cli.log | sed 's/^/# cli: /'
+		tail -3 /tmp/ferroce_rping_cli.err | sed 's/^/# cli stderr: /'
 		return 1
 	fi
 }
