@@ -315,7 +315,8 @@ pub(crate) fn reread(qp: &Qp<Ferroce>, inner: &QpInner, idx: usize) {
     }
 }
 
-fn bth(attr: &kernel::rdma::qp::QpAttr, opcode: Opcode, psn: Psn) -> Bth {
+/// The BTH of this QP's packets to its peer, before the per-packet flags.
+pub(crate) fn bth(attr: &kernel::rdma::qp::QpAttr, opcode: Opcode, psn: Psn) -> Bth {
     Bth {
         opcode: opcode as u8,
         solicited: false,

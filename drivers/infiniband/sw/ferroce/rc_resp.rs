@@ -13,14 +13,13 @@ use crate::{
     device::Ferroce,
     mr::MrRef,
     proto::{
-        bth::Bth,
         opcode::{OpKind, Opcode, Position},
         packet::{Aeth, ExtHeaders, Packet},
         psn::Psn,
         wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
     },
     qp::{QpInner, QpShared},
-    rc::path_mtu,
+    rc::{self, path_mtu},
     recv::QpDrop,
     sge,
     xmit::Xmit,
@@ -140,18 +139,7 @@ pub(crate) fn on_request(
 
 /// Sends an ACK or NAK for `psn`.
 fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
-    let bth = Bth {
-        opcode: Opcode::RcAck as u8,
-        solicited: false,
-        mig_req: false,
-        pad: 0,
-        pkey: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qpn: inner.attr.dest_qp_num,
-        ack_req: false,
-        psn,
-    };
+    let bth = rc::bth(&inner.attr, Opcode::RcAck, psn);
     let ext = ExtHeaders {
         aeth: Some(Aeth {
             syndrome,
@@ -409,18 +397,7 @@ fn read(
             (false, true) => Opcode::RcReadResponseLast,
             (false, false) => Opcode::RcReadResponseMiddle,
         };
-        let bth = Bth {
-            opcode: pos as u8,
-            solicited: false,
-            mig_req: false,
-            pad: 0,
-            pkey: 0xffff,
-            fecn: false,
-            becn: false,
-            dest_qpn: inner.attr.dest_qp_num,
-            ack_req: false,
-            psn: pkt.bth.psn.add(i),
-        };
+        let bth = rc::bth(&inner.attr, pos, pkt.bth.psn.add(i));
         let ext = ExtHeaders {
             aeth: (pos != Opcode::RcReadResponseMiddle).then_some(Aeth {
                 syndrome: SYNDROME_ACK,

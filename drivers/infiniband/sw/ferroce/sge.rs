@@ -49,39 +49,58 @@ pub(crate) fn gather(
     Ok(())
 }
 
+/// Walks the SGEs from byte `offset` on for `len` bytes, calling `copy(region, region offset,
+/// message range)` for each piece, after checking its key, PD and (for `write`) access.
+/// `LocLenErr` if the SGEs end first.
+fn walk(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>>,
+    mut offset: usize,
+    len: usize,
+    write: bool,
+    mut copy: impl FnMut(&MrRef, usize, core::ops::Range<usize>) -> Result<(), WcStatus>,
+) -> Result<(), WcStatus> {
+    let mut done = 0;
+    for sge in sges {
+        if done == len {
+            return Ok(());
+        }
+        let sge = sge.ok_or(WcStatus::LocLenErr)?;
+        let sge_len = sge.len as usize;
+        if offset >= sge_len {
+            offset -= sge_len;
+            continue;
+        }
+        let n = (sge_len - offset).min(len - done);
+        let (mr, start) = locate(mrs, pd, &sge, write)?;
+        let at = start.checked_add(offset).ok_or(WcStatus::LocProtErr)?;
+        copy(&mr, at, done..done + n)?;
+        done += n;
+        offset = 0;
+    }
+    if done == len {
+        Ok(())
+    } else {
+        Err(WcStatus::LocLenErr)
+    }
+}
+
 /// Fills `out` from the SGEs' bytes starting `offset` bytes into them (one packet of a message).
 /// `LocLenErr` if the SGEs end first.
 pub(crate) fn gather_at(
     mrs: &MrTable,
     pd: usize,
     sges: impl Iterator<Item = Option<Sge>>,
-    mut offset: usize,
+    offset: usize,
     out: &mut [u8],
 ) -> Result<(), WcStatus> {
-    let mut out = out;
-    for sge in sges {
-        if out.is_empty() {
-            return Ok(());
-        }
-        let sge = sge.ok_or(WcStatus::LocLenErr)?;
-        let len = sge.len as usize;
-        if offset >= len {
-            offset -= len;
-            continue;
-        }
-        let n = (len - offset).min(out.len());
-        let (mr, start) = locate(mrs, pd, &sge, false)?;
-        let at = start.checked_add(offset).ok_or(WcStatus::LocProtErr)?;
-        let (now, rest) = core::mem::take(&mut out).split_at_mut(n);
-        mr.mem.read(at, now).map_err(|_| WcStatus::LocProtErr)?;
-        out = rest;
-        offset = 0;
-    }
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(WcStatus::LocLenErr)
-    }
+    let len = out.len();
+    walk(mrs, pd, sges, offset, len, false, |mr, at, range| {
+        mr.mem
+            .read(at, &mut out[range])
+            .map_err(|_| WcStatus::LocProtErr)
+    })
 }
 
 /// Writes `data` into the SGEs, starting `offset` bytes into them (a message arrives packet by
@@ -90,32 +109,14 @@ pub(crate) fn scatter(
     mrs: &MrTable,
     pd: usize,
     sges: impl Iterator<Item = Option<Sge>>,
-    mut offset: usize,
-    mut data: &[u8],
+    offset: usize,
+    data: &[u8],
 ) -> Result<(), WcStatus> {
-    for sge in sges {
-        if data.is_empty() {
-            return Ok(());
-        }
-        let sge = sge.ok_or(WcStatus::LocLenErr)?;
-        let len = sge.len as usize;
-        if offset >= len {
-            offset -= len;
-            continue;
-        }
-        let n = (len - offset).min(data.len());
-        let (mr, start) = locate(mrs, pd, &sge, true)?;
-        let at = start.checked_add(offset).ok_or(WcStatus::LocProtErr)?;
-        let (now, rest) = data.split_at(n);
-        mr.mem.write(at, now).map_err(|_| WcStatus::LocProtErr)?;
-        data = rest;
-        offset = 0;
-    }
-    if data.is_empty() {
-        Ok(())
-    } else {
-        Err(WcStatus::LocLenErr)
-    }
+    walk(mrs, pd, sges, offset, data.len(), true, |mr, at, range| {
+        mr.mem
+            .write(at, &data[range])
+            .map_err(|_| WcStatus::LocProtErr)
+    })
 }
 
 /// `IB_ACCESS_REMOTE_WRITE`.
