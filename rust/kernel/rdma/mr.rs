@@ -54,6 +54,21 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     // SAFETY: Per the safety requirement.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
     let (keys, data) = T::reg_user_mr(pd, req)?;
+    let ib = new_mr::<T>(keys, data)?;
+    // SAFETY: Just allocated, not shared yet; the core fills the rest after we return.
+    unsafe {
+        (*ib).iova = req.iova;
+        (*ib).length = req.length;
+    }
+    Ok(ib)
+}
+
+/// Boxes the provider data behind a zeroed `ib_mr` with `keys`; the core owns the result until
+/// it passes it to [`dereg`].
+fn new_mr<T: Driver>(
+    keys: MrKeys,
+    data: impl PinInit<T::Mr, Error>,
+) -> Result<*mut bindings::ib_mr> {
     let obj = KBox::pin_init(
         try_pin_init!(MrObject::<T> {
             ib: Opaque::zeroed(),
@@ -64,14 +79,12 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     // SAFETY: The core takes the pointer and gives it back to `dereg`, which rebuilds the box;
     // it never moves the object.
     let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
-    // SAFETY: `ib` is the first field; the core fills the rest of `ib_mr` after we return.
+    // SAFETY: `ib` is the first field.
     let ib = obj.cast::<bindings::ib_mr>();
     // SAFETY: Just allocated, not shared yet.
     unsafe {
         (*ib).lkey = keys.lkey;
         (*ib).rkey = keys.rkey;
-        (*ib).iova = req.iova;
-        (*ib).length = req.length;
     }
     Ok(ib)
 }
@@ -88,22 +101,7 @@ pub(crate) unsafe fn get_dma<T: Driver>(
     // SAFETY: Per the safety requirement.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
     let (keys, data) = T::get_dma_mr(pd, access)?;
-    let obj = KBox::pin_init(
-        try_pin_init!(MrObject::<T> {
-            ib: Opaque::zeroed(),
-            data <- data,
-        }),
-        GFP_KERNEL,
-    )?;
-    // SAFETY: As in `reg_user`.
-    let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
-    let ib = obj.cast::<bindings::ib_mr>();
-    // SAFETY: Just allocated, not shared yet; the core sets the rest.
-    unsafe {
-        (*ib).lkey = keys.lkey;
-        (*ib).rkey = keys.rkey;
-    }
-    Ok(ib)
+    new_mr::<T>(keys, data)
 }
 
 /// `ops.dereg_mr`: drops the provider data and frees the object.

@@ -391,7 +391,7 @@ fn send_packet(
         (false, true) => Position::Last,
         (false, false) => Position::Middle,
     };
-    let last = matches!(pos, Position::Last | Position::Only);
+    let last = pos.ends();
     let mut bth = bth(
         attr,
         opcode(sent.kind, pos, sent.imm.is_some()),
@@ -400,13 +400,11 @@ fn send_packet(
     bth.ack_req = last || (i + 1) % ACK_EVERY == 0;
     bth.solicited = last && flags & SEND_SOLICITED != 0;
     let ext = ExtHeaders {
-        reth: (sent.kind == Kind::Write && matches!(pos, Position::First | Position::Only)).then(
-            || Reth {
-                va: w.rdma_remote_addr(),
-                rkey: w.rdma_rkey(),
-                dma_len: sent.len,
-            },
-        ),
+        reth: (sent.kind == Kind::Write && pos.starts()).then(|| Reth {
+            va: w.rdma_remote_addr(),
+            rkey: w.rdma_rkey(),
+            dma_len: sent.len,
+        }),
         imm: if last { sent.imm } else { None },
         ..ExtHeaders::default()
     };

@@ -9,7 +9,7 @@ use crate::{
     cq::FerroceCq,
     device::Ferroce,
     proto::{
-        opcode::{OpKind, Position},
+        opcode::OpKind,
         packet::Packet,
         psn::Psn,
         timeouts::{ack_timeout_us, rnr_delay_us},
@@ -343,7 +343,7 @@ fn on_read_response(
         return Ok(());
     }
     sent.read_pkts += 1;
-    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    let last = pkt.info.position.ends();
     if last {
         sent.acked = true;
         inner.req.reread = None;

@@ -13,7 +13,7 @@ use crate::{
     device::Ferroce,
     mr::MrRef,
     proto::{
-        opcode::{OpKind, Opcode, Position},
+        opcode::{OpKind, Opcode},
         packet::{Aeth, ExtHeaders, Packet},
         psn::Psn,
         wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
@@ -96,7 +96,7 @@ pub(crate) fn on_request(
         return Ok(());
     }
     inner.resp.nak_sent = false;
-    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
         OpKind::Send => send(qp, shared, inner, pkt),
         OpKind::Write => write(qp, shared, inner, pkt),
@@ -230,8 +230,8 @@ fn send(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
 ) -> Result<(), u8> {
-    let first = matches!(pkt.info.position, Position::First | Position::Only);
-    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    let first = pkt.info.position.starts();
+    let last = pkt.info.position.ends();
     if first {
         let slot = take_recv_wqe(shared, inner)?.ok_or_else(|| rnr(inner))?;
         inner.resp.recv = Some(Receiving {
@@ -273,8 +273,8 @@ fn write(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
 ) -> Result<(), u8> {
-    let first = matches!(pkt.info.position, Position::First | Position::Only);
-    let last = matches!(pkt.info.position, Position::Last | Position::Only);
+    let first = pkt.info.position.starts();
+    let last = pkt.info.position.ends();
     if first {
         let reth = pkt.ext.reth.ok_or(SYNDROME_NAK_INVALID)?;
         if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {

@@ -55,6 +55,18 @@ pub(crate) enum Position {
     Only,
 }
 
+impl Position {
+    /// Whether the packet starts its message (first or only).
+    pub(crate) const fn starts(self) -> bool {
+        matches!(self, Self::First | Self::Only)
+    }
+
+    /// Whether the packet ends its message (last or only).
+    pub(crate) const fn ends(self) -> bool {
+        matches!(self, Self::Last | Self::Only)
+    }
+}
+
 /// The extension headers that may follow a BTH.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ExtHdr {
@@ -467,5 +479,13 @@ mod tests {
             Opcode::UdSendOnlyImm.info().exts,
             &[ExtHdr::Deth, ExtHdr::ImmDt]
         );
+    }
+
+    #[test]
+    fn positions_start_and_end_messages() {
+        assert!(Position::First.starts() && !Position::First.ends());
+        assert!(!Position::Middle.starts() && !Position::Middle.ends());
+        assert!(!Position::Last.starts() && Position::Last.ends());
+        assert!(Position::Only.starts() && Position::Only.ends());
     }
 }
