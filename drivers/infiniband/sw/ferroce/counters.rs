@@ -3,7 +3,8 @@
 //! Port counters, shown by `rdma statistic` and in sysfs `hw_counters`.
 //!
 //! The first seventeen carry C rxe's names and meaning, so existing scripts keep working; the
-//! `rcvd_drop_*` ones count each reason a received packet was dropped.
+//! `rcvd_drop_*` ones count each reason a received packet was dropped; the RC request and error
+//! counters after them carry mlx5's names (`resp_invalid_request` is ours: mlx5 has none).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::rdma::stats::StatDesc;
@@ -59,6 +60,15 @@ counters! {
     DropBadQkey => c"rcvd_drop_bad_qkey",
     DropNoRecvWqe => c"rcvd_drop_no_recv_wqe",
     DropBacklog => c"rcvd_drop_backlog",
+    DropBadPsn => c"rcvd_drop_bad_psn",
+    RxWriteRequests => c"rx_write_requests",
+    RxReadRequests => c"rx_read_requests",
+    RespRemoteAccessErrors => c"resp_remote_access_errors",
+    RespLocalLengthError => c"resp_local_length_error",
+    RespCqeError => c"resp_cqe_error",
+    RespInvalidRequest => c"resp_invalid_request",
+    ReqRemoteAccessErrors => c"req_remote_access_errors",
+    ReqRemoteInvalidRequest => c"req_remote_invalid_request",
 }
 
 /// A device's counters. Plain atomics: a few increments per packet, read rarely.

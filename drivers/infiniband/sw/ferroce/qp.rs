@@ -248,8 +248,8 @@ impl QpShared {
                                 if !matches!(state, QpState::Rts | QpState::Sqd) {
                                     return Err(QpDrop::BadState);
                                 }
-                                counters.inc(crate::counters::Counter::RcvdPkts);
                                 rc_comp::on_response(qp, this, &mut inner, pkt)
+                                    .inspect(|()| counters.inc(crate::counters::Counter::RcvdPkts))
                             }
                             _ => {
                                 if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {

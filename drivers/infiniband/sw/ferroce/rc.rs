@@ -111,6 +111,9 @@ pub(crate) struct Requester {
     pub(crate) stopped: bool,
     pub(crate) una: Psn,
     pub(crate) nxt: Psn,
+    /// The PSN after the newest packet sent: a response beyond it answers nothing we sent
+    /// (a forged ACK must not complete WQEs the peer never saw).
+    pub(crate) sent_end: Psn,
     /// Timeouts left before the oldest WQE fails (`retry_cnt`).
     pub(crate) retries: u8,
     /// RNR NAKs left (`rnr_retry`; 7 is forever).
@@ -141,6 +144,7 @@ impl Requester {
         if self.flight.is_empty() {
             self.una = Psn::new(sq_psn);
             self.nxt = self.una;
+            self.sent_end = self.una;
         }
     }
 
@@ -169,13 +173,15 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
             break;
         }
         let psn = Psn::new(inner.attr.sq_psn);
-        let sent = match prepare(slot, shared.sq.slot_len(), mtu, psn) {
+        let sent = match prepare(qp, shared, slot, mtu, psn) {
             Ok(sent) => sent,
             Err((slot, status)) => {
                 inner.req.stopped = true;
+                // Its completion names its opcode, if it had one.
+                let kind = kind(&SendWqe::new(&slot)).map_or(Kind::Send, |(k, _)| k);
                 Sent {
                     slot,
-                    kind: Kind::Send,
+                    kind,
                     imm: None,
                     len: 0,
                     mtu,
@@ -198,21 +204,31 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
     Ok(())
 }
 
-/// Checks a WQE copy; a bad one comes back with its completion status.
-fn prepare(
-    slot: KVec<u8>,
-    slot_len: usize,
-    mtu: u32,
-    psn: Psn,
-) -> Result<Sent, (KVec<u8>, WcStatus)> {
-    let w = SendWqe::new(&slot);
-    let (kind, imm) = match w.opcode() {
+/// What an RC WQE asks for, and its immediate data; `None` for opcodes RC does not take.
+fn kind(w: &SendWqe<'_>) -> Option<(Kind, Option<u32>)> {
+    Some(match w.opcode() {
         WR_SEND => (Kind::Send, None),
         WR_SEND_WITH_IMM => (Kind::Send, Some(w.imm())),
         WR_RDMA_WRITE => (Kind::Write, None),
         WR_RDMA_WRITE_WITH_IMM => (Kind::Write, Some(w.imm())),
         WR_RDMA_READ => (Kind::Read, None),
-        _ => return Err((slot, WcStatus::LocQpOpErr)),
+        _ => return None,
+    })
+}
+
+/// Checks a WQE copy, and the memory its SGEs name; a bad one comes back with its completion
+/// status, so a scribbled ring fails its own WQE before anything goes on the wire.
+fn prepare(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    slot: KVec<u8>,
+    mtu: u32,
+    psn: Psn,
+) -> Result<Sent, (KVec<u8>, WcStatus)> {
+    let slot_len = shared.sq.slot_len();
+    let w = SendWqe::new(&slot);
+    let Some((kind, imm)) = kind(&w) else {
+        return Err((slot, WcStatus::LocQpOpErr));
     };
     let room = slot_len - SEND_WQE_HEADER;
     let len = if w.send_flags() & SEND_INLINE != 0 {
@@ -226,9 +242,16 @@ fn prepare(
             return Err((slot, WcStatus::LocLenErr));
         }
         // The message is what the SGEs add up to; the WQE's own total is not trusted.
-        let total = (0..num)
-            .map(|i| w.sge(i).map_or(0u64, |s| u64::from(s.len)))
-            .sum::<u64>();
+        let mrs = &qp.device().data().mrs;
+        let total = match sge::check(
+            mrs,
+            shared.pd,
+            (0..num).map(|i| w.sge(i)),
+            kind == Kind::Read,
+        ) {
+            Ok(total) => total,
+            Err(status) => return Err((slot, status)),
+        };
         match u32::try_from(total) {
             Ok(t) if t <= MAX_MSG => t,
             _ => return Err((slot, WcStatus::LocLenErr)),
@@ -293,7 +316,12 @@ fn send_window(
                 .map(|()| sent.first_psn.add(i + 1))
         };
         match res {
-            Ok(next) => req.nxt = next,
+            Ok(next) => {
+                req.nxt = next;
+                if next.diff(req.sent_end) > 0 {
+                    req.sent_end = next;
+                }
+            }
             // The stack refused (no memory, no route): the timer tries again.
             Err(_) => break,
         }

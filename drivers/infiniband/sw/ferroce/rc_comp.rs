@@ -176,6 +176,9 @@ pub(crate) fn on_response(
     pkt: &Packet<'_>,
 ) -> Result<(), QpDrop> {
     let psn = pkt.bth.psn;
+    if psn.diff(inner.req.sent_end) >= 0 {
+        return Err(QpDrop::BadPsn);
+    }
     match pkt.info.kind {
         OpKind::Ack => {
             let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
@@ -197,14 +200,21 @@ pub(crate) fn on_response(
                                 inner.req.nxt = psn;
                             }
                         }
-                        code => fail_front(
-                            inner,
-                            match code {
-                                NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,
-                                NAK_REMOTE_ACCESS => WcStatus::RemAccessErr,
+                        code => {
+                            let counters = &qp.device().data().counters;
+                            let status = match code {
+                                NAK_INVALID_REQUEST => {
+                                    counters.inc(Counter::ReqRemoteInvalidRequest);
+                                    WcStatus::RemInvReqErr
+                                }
+                                NAK_REMOTE_ACCESS => {
+                                    counters.inc(Counter::ReqRemoteAccessErrors);
+                                    WcStatus::RemAccessErr
+                                }
                                 _ => WcStatus::RemOpErr,
-                            },
-                        ),
+                            };
+                            fail_front(inner, status);
+                        }
                     }
                 }
                 _ => return Err(QpDrop::BadState),

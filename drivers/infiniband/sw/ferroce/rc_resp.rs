@@ -34,6 +34,40 @@ const SYNDROME_NAK_SEQ: u8 = 0x60;
 const SYNDROME_NAK_INVALID: u8 = 0x61;
 const SYNDROME_NAK_ACCESS: u8 = 0x62;
 
+/// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// No receive WQE posted (or no memory to take one): try again later.
+    NotReady,
+    /// Malformed for where it stands: bad opcode sequence, length or headers.
+    Invalid,
+    /// The rkey, range or QP access rights do not allow it.
+    Access,
+    /// A SEND its receive WQE could not take (too long, or bad buffers); the WQE completed
+    /// with this status.
+    Receive(WcStatus),
+}
+
+impl Refusal {
+    fn syndrome(self, inner: &QpInner) -> u8 {
+        match self {
+            Refusal::NotReady => rnr(inner),
+            Refusal::Invalid | Refusal::Receive(_) => SYNDROME_NAK_INVALID,
+            Refusal::Access => SYNDROME_NAK_ACCESS,
+        }
+    }
+
+    fn counter(self) -> Counter {
+        match self {
+            Refusal::NotReady => Counter::SendRnrErr,
+            Refusal::Invalid => Counter::RespInvalidRequest,
+            Refusal::Access => Counter::RespRemoteAccessErrors,
+            // A receive completed with an error; `resp_local_length_error` says which.
+            Refusal::Receive(_) => Counter::RespCqeError,
+        }
+    }
+}
+
 /// `IB_ACCESS_REMOTE_WRITE` and `_READ` on the QP.
 const QP_REMOTE_WRITE: u32 = 2;
 const QP_REMOTE_READ: u32 = 4;
@@ -99,23 +133,23 @@ pub(crate) fn on_request(
     let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
         OpKind::Send => send(qp, shared, inner, pkt),
-        OpKind::Write => write(qp, shared, inner, pkt),
-        OpKind::ReadRequest => {
-            return match read(qp, shared, inner, &xmit, pkt) {
-                Ok(npkts) => {
-                    inner.attr.rq_psn = psn.add(npkts).get();
-                    counters.inc(Counter::RcvdPkts);
-                    Ok(())
-                }
-                Err(syndrome) => {
-                    ack(&xmit, inner, psn, syndrome);
-                    Ok(())
-                }
-            };
+        OpKind::Write => {
+            if pkt.info.position.starts() {
+                counters.inc(Counter::RxWriteRequests);
+            }
+            write(qp, shared, inner, pkt)
         }
-        _ => Err(SYNDROME_NAK_INVALID),
+        OpKind::ReadRequest => {
+            counters.inc(Counter::RxReadRequests);
+            read(qp, shared, inner, &xmit, pkt).map(|npkts| {
+                inner.attr.rq_psn = psn.add(npkts).get();
+                counters.inc(Counter::RcvdPkts);
+            })
+        }
+        _ => Err(Refusal::Invalid),
     };
     match res {
+        Ok(()) if pkt.info.kind == OpKind::ReadRequest => {}
         Ok(()) => {
             inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
@@ -127,11 +161,18 @@ pub(crate) fn on_request(
                 ack(&xmit, inner, psn, SYNDROME_ACK);
             }
         }
-        Err(syndrome) => {
-            if syndrome & 0xe0 == SYNDROME_RNR {
-                counters.inc(Counter::SendRnrErr);
+        Err(refusal) => {
+            // The PSN stays expected: nothing of the request took effect, except that a SEND
+            // its receive WQE could not take completed it with an error, which (as any error
+            // completion) takes the QP to the error state.
+            counters.inc(refusal.counter());
+            ack(&xmit, inner, psn, refusal.syndrome(inner));
+            if let Refusal::Receive(status) = refusal {
+                if status == WcStatus::LocLenErr {
+                    counters.inc(Counter::RespLocalLengthError);
+                }
+                shared.fail(qp, inner);
             }
-            ack(&xmit, inner, psn, syndrome);
         }
     }
     Ok(())
@@ -157,10 +198,10 @@ fn rnr(inner: &QpInner) -> u8 {
 }
 
 /// Takes the next receive WQE, if one is posted.
-fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, u8> {
+fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, Refusal> {
     let mut slot = KVec::new();
     slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
-        .map_err(|_| rnr(inner))?;
+        .map_err(|_| Refusal::NotReady)?;
     match shared.rq.peek(inner.rq_cons, &mut slot) {
         Ok(true) => Ok(Some(slot)),
         _ => Ok(None),
@@ -229,11 +270,11 @@ fn send(
     shared: &QpShared,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> Result<(), u8> {
+) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
     if first {
-        let slot = take_recv_wqe(shared, inner)?.ok_or_else(|| rnr(inner))?;
+        let slot = take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?;
         inner.resp.recv = Some(Receiving {
             slot,
             offset: 0,
@@ -242,7 +283,7 @@ fn send(
     }
     let Some(r) = inner.resp.recv.as_mut() else {
         // A middle or last without a first.
-        return Err(SYNDROME_NAK_INVALID);
+        return Err(Refusal::Invalid);
     };
     if r.failed.is_none() {
         if let Err(status) = land(qp, shared, &r.slot, r.offset, pkt.payload) {
@@ -254,7 +295,7 @@ fn send(
         return Ok(());
     }
     let Some(r) = inner.resp.recv.take() else {
-        return Err(SYNDROME_NAK_INVALID);
+        return Err(Refusal::Invalid);
     };
     let status = r.failed.unwrap_or(WcStatus::Success);
     let c = recv_completion(qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
@@ -262,7 +303,7 @@ fn send(
     match status {
         WcStatus::Success => Ok(()),
         // The receive buffer was too small or bad: the requester hears of it.
-        _ => Err(SYNDROME_NAK_INVALID),
+        status => Err(Refusal::Receive(status)),
     }
 }
 
@@ -272,13 +313,13 @@ fn write(
     shared: &QpShared,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> Result<(), u8> {
+) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
     if first {
-        let reth = pkt.ext.reth.ok_or(SYNDROME_NAK_INVALID)?;
+        let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
         if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {
-            return Err(SYNDROME_NAK_ACCESS);
+            return Err(Refusal::Access);
         }
         let mrs = &qp.device().data().mrs;
         let (mr, at) = if reth.dma_len == 0 {
@@ -294,7 +335,7 @@ fn write(
                 reth.dma_len,
                 sge::ACCESS_REMOTE_WRITE,
             )
-            .ok_or(SYNDROME_NAK_ACCESS)?;
+            .ok_or(Refusal::Access)?;
             (Some(mr), at)
         };
         inner.resp.write = mr.map(|mr| Writing {
@@ -304,7 +345,7 @@ fn write(
             len: reth.dma_len,
         });
         if inner.resp.write.is_none() && !pkt.payload.is_empty() {
-            return Err(SYNDROME_NAK_INVALID);
+            return Err(Refusal::Invalid);
         }
     }
     let len = match inner.resp.write.as_mut() {
@@ -313,17 +354,17 @@ fn write(
             let n = pkt.payload.len() as u32;
             if n > w.left || (last && n != w.left) {
                 inner.resp.write = None;
-                return Err(SYNDROME_NAK_INVALID);
+                return Err(Refusal::Invalid);
             }
             w.mr.mem
                 .write(w.at, pkt.payload)
-                .map_err(|_| SYNDROME_NAK_ACCESS)?;
+                .map_err(|_| Refusal::Access)?;
             w.at += pkt.payload.len();
             w.left -= n;
             w.len
         }
         None if pkt.payload.is_empty() && first => 0,
-        None => return Err(SYNDROME_NAK_INVALID),
+        None => return Err(Refusal::Invalid),
     };
     if !last {
         return Ok(());
@@ -331,7 +372,7 @@ fn write(
     inner.resp.write = None;
     if let Some(imm) = pkt.ext.imm {
         // WRITE with immediate consumes a receive WQE for its completion.
-        let slot = take_recv_wqe(shared, inner)?.ok_or_else(|| rnr(inner))?;
+        let slot = take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?;
         let c = recv_completion(
             qp,
             WcStatus::Success,
@@ -351,10 +392,10 @@ fn read(
     inner: &mut QpInner,
     xmit: &Xmit<'_>,
     pkt: &Packet<'_>,
-) -> Result<u32, u8> {
-    let reth = pkt.ext.reth.ok_or(SYNDROME_NAK_INVALID)?;
+) -> Result<u32, Refusal> {
+    let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
     if inner.attr.access_flags & QP_REMOTE_READ == 0 {
-        return Err(SYNDROME_NAK_ACCESS);
+        return Err(Refusal::Access);
     }
     let mtu = path_mtu(qp, inner);
     let npkts = reth.dma_len.div_ceil(mtu).max(1);
@@ -371,7 +412,7 @@ fn read(
                 reth.dma_len,
                 sge::ACCESS_REMOTE_READ,
             )
-            .ok_or(SYNDROME_NAK_ACCESS)?,
+            .ok_or(Refusal::Access)?,
         )
     };
     // The responses carry the MSN of this request, counted now.
@@ -385,11 +426,12 @@ fn read(
         let off = i * mtu;
         let n = (reth.dma_len - off).min(mtu) as usize;
         buf.clear();
-        buf.resize(n, 0u8, GFP_KERNEL).map_err(|_| SYNDROME_RNR)?;
+        buf.resize(n, 0u8, GFP_KERNEL)
+            .map_err(|_| Refusal::NotReady)?;
         if let Some((mr, at)) = &src {
             mr.mem
                 .read(at + off as usize, &mut buf)
-                .map_err(|_| SYNDROME_NAK_ACCESS)?;
+                .map_err(|_| Refusal::Access)?;
         }
         let pos = match (i == 0, i + 1 == npkts) {
             (true, true) => Opcode::RcReadResponseOnly,

@@ -141,6 +141,8 @@ pub(crate) enum QpDrop {
     BadQkey,
     /// No receive WQE posted (UD drops; RC answers with an RNR NAK).
     NoRecvWqe,
+    /// An RC response for a PSN this QP has not sent.
+    BadPsn,
 }
 
 fn drop_counter(d: Reject) -> Counter {
@@ -149,6 +151,7 @@ fn drop_counter(d: Reject) -> Counter {
         Reject::Qp(QpDrop::BadState) => Counter::DropBadState,
         Reject::Qp(QpDrop::BadQkey) => Counter::DropBadQkey,
         Reject::Qp(QpDrop::NoRecvWqe) => Counter::DropNoRecvWqe,
+        Reject::Qp(QpDrop::BadPsn) => Counter::DropBadPsn,
         Reject::Packet(r) => match r {
             DropReason::Truncated => Counter::DropTruncated,
             DropReason::BadHeader => Counter::DropBadHeader,

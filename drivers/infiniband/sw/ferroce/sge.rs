@@ -22,6 +22,29 @@ fn locate(mrs: &MrTable, pd: usize, sge: &Sge, write: bool) -> Result<(MrRef, us
     Ok((mr, start))
 }
 
+/// Checks every SGE (key, PD, bounds, and local write access for `write`) before a message
+/// starts, and returns their total length. `LocLenErr` if an SGE lies outside its WQE.
+pub(crate) fn check(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>>,
+    write: bool,
+) -> Result<u64, WcStatus> {
+    let mut total = 0u64;
+    for sge in sges {
+        let sge = sge.ok_or(WcStatus::LocLenErr)?;
+        if sge.len == 0 {
+            continue;
+        }
+        let (mr, start) = locate(mrs, pd, &sge, write)?;
+        match start.checked_add(sge.len as usize) {
+            Some(end) if end <= mr.mem.len() => total += u64::from(sge.len),
+            _ => return Err(WcStatus::LocProtErr),
+        }
+    }
+    Ok(total)
+}
+
 /// Fills `out` from the SGEs, which must add up to exactly its length.
 pub(crate) fn gather(
     mrs: &MrTable,
