@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # ferroce's receive path against crafted RoCEv2 packets: the UDP 4791 sockets (per namespace,
-# IPv4 and IPv6, opened with the first device and closed with the last), and malformed packets
-# from a raw socket in a peer namespace, each dropped and counted by reason in `rdma statistic`.
+# IPv4 and IPv6, opened with the first device and closed with the last), malformed packets from
+# a raw socket in a peer namespace, each dropped and counted by reason in `rdma statistic`, and
+# hostile requests and rings against live RC QPs.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 INJECT="$(cd "$(dirname "$0")" && pwd)/roce_inject.py"
@@ -24,7 +25,7 @@ ktap_print_header
 for c in rdma ip ss python3 /usr/bin/python3; do
 	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
 done
-ktap_set_plan 13
+ktap_set_plan 14
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -134,6 +135,19 @@ ud_sends_on_the_wire() {
 }
 ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the posted payload" \
 	ud_sends_on_the_wire
+
+# Live RC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled into the
+# shared send ring, and a real peer (fer1 in B) that refuses requests.
+RC="$(cd "$(dirname "$0")" && pwd)/ferroce_rc.py"
+live_rc_qps() {
+	local rc
+	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
+	/usr/bin/python3 "$RC" fer0 10.70.0.1 "$B" 10.70.0.2 fer1 2>&1 | sed 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	rdma link del fer1 || return 1
+	[ "$rc" -eq 0 ]
+}
+ktap_test_result "live RC QPs: crafted requests, scribbled send ring, a refusing peer" live_rc_qps
 
 flood_of_everything() {
 	local before after

@@ -6,6 +6,10 @@ Selftests use it to check how a receiver handles well-formed and malformed packe
 
     roce_inject.py --src 10.0.0.2 --dst 10.0.0.1 [--qpn Q] [--psn P] CASE
 
+The rc_* cases are requests for a live RC QP (--qpn, --psn): an RDMA WRITE of --length bytes
+at --va under --rkey (--payload bytes of 0xa5 follow, default --length), an RDMA READ of
+--length bytes, and a SEND of --payload bytes.
+
 With --print, each packet is written to stdout as "CASE HEX" (the whole IP packet) instead of
 being sent, which needs no privileges.
 """
@@ -152,11 +156,23 @@ def build(case, args):
         return frame(args, transport(CNP, q, 0, ext=bytes(16), becn=True))
     if case == "psn_far":
         return frame(args, good(psn=(p + 0x800000) & 0xffffff))
+    filler = b"\xa5" * (args.length if args.payload is None else args.payload)
+    if case == "rc_write":
+        return frame(args, transport(RC_RDMA_WRITE_ONLY, q, p,
+                                     ext=reth(args.va, args.rkey, args.length),
+                                     payload=filler, ackreq=True))
+    if case == "rc_read":
+        return frame(args, transport(RC_RDMA_READ_REQUEST, q, p,
+                                     ext=reth(args.va, args.rkey, args.length), ackreq=True))
+    if case == "rc_send":
+        return frame(args, transport(RC_SEND_ONLY, q, p, payload=filler, ackreq=True))
     raise ValueError(case)
 
 
 CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opcode",
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
+# Requests for a live RC QP; not part of "all".
+RC_CASES = ["rc_write", "rc_read", "rc_send"]
 
 
 def open_socket(args):
@@ -192,8 +208,13 @@ def parse_args(argv):
     ap.add_argument("--tos", type=int_arg, default=0, help="IPv4 TOS / IPv6 traffic class")
     ap.add_argument("--sport", type=int_arg, default=0xc001, help="UDP source port")
     ap.add_argument("--qkey", type=int_arg, default=0, help="Q_Key of good_ud (default 0)")
+    ap.add_argument("--rkey", type=int_arg, default=0, help="R_Key of the rc_* cases")
+    ap.add_argument("--va", type=int_arg, default=0, help="remote address of the rc_* cases")
+    ap.add_argument("--length", type=int_arg, default=16, help="RETH length (default 16)")
+    ap.add_argument("--payload", type=int_arg, default=None,
+                    help="payload bytes of rc_write/rc_send (default --length)")
     ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
-    ap.add_argument("case", choices=CASES + ["all"])
+    ap.add_argument("case", choices=CASES + RC_CASES + ["all"])
     args = ap.parse_args(argv)
     try:
         src, dst = ipaddress.ip_address(args.src), ipaddress.ip_address(args.dst)
@@ -202,8 +223,10 @@ def parse_args(argv):
     if src.version != dst.version:
         ap.error("--src and --dst must both be IPv4 or both IPv6")
     for name, lim in (("qpn", 1 << 24), ("psn", 1 << 24), ("tos", 1 << 8),
-                      ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31)):
-        if not 0 <= getattr(args, name) < lim:
+                      ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31),
+                      ("rkey", 1 << 32), ("va", 1 << 64), ("length", 1 << 32),
+                      ("payload", 9000)):
+        if getattr(args, name) is not None and not 0 <= getattr(args, name) < lim:
             ap.error(f"--{name} out of range")
     return args
 

@@ -136,6 +136,21 @@ class ShapeTest(unittest.TestCase):
         self.assertEqual(struct.unpack("!QII", rd[12:28])[2], 64)
         self.assertEqual(split(build("ack_unsolicited"))[2][12:16], b"\x1f\x00\x00\x00")
 
+    def test_rc_requests_for_a_live_qp(self):
+        argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x7f0000001000", "--length", "24"]
+        wr = split(build("rc_write", argv))[2]
+        self.assertEqual(wr[0], ri.RC_RDMA_WRITE_ONLY)
+        self.assertEqual(struct.unpack("!QII", wr[12:28]), (0x7f0000001000, 0x1234, 24))
+        self.assertEqual(wr[28:-4], b"\xa5" * 24)
+        short = split(build("rc_write", argv + ["--payload", "8"]))[2]
+        self.assertEqual((len(short[28:-4]), struct.unpack("!QII", short[12:28])[2]), (8, 24))
+        rd = split(build("rc_read", argv))[2]
+        self.assertEqual((rd[0], len(rd)), (ri.RC_RDMA_READ_REQUEST, 12 + 16 + 4))
+        sd = split(build("rc_send", ARGS4 + ["--payload", "6"]))[2]
+        self.assertEqual(((sd[1] >> 4) & 3, sd[12:-4]), (2, b"\xa5" * 6 + b"\0\0"))
+        for case in ri.RC_CASES:
+            self.assertTrue(icrc_ok(build(case, argv)), case)
+
     def test_bad_icrc_differs_only_in_one_icrc_bit(self):
         good, bad = build("good"), build("bad_icrc")
         self.assertEqual(len(good), len(bad))

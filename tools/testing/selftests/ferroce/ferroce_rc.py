@@ -1,0 +1,383 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Hostile input against live RC queue pairs.
+
+  ferroce_rc.py DEV ADDR PEER_NS PEER_ADDR PEER_DEV
+
+DEV has the address ADDR; PEER_NS is a namespace holding PEER_ADDR, from which roce_inject.py
+sends crafted requests to a QP of DEV in RTS. PEER_DEV (on PEER_ADDR) is the real peer for the
+tests that need one. Each case checks the counter that says what happened, that registered
+memory did not change, and that the QP still takes the next good request.
+
+The ring tests scribble a WQE straight into the send ring of this process (where rdma-core's
+rxe provider writes them) before ringing the doorbell: the kernel must fail that WQE alone, with
+the status its fault deserves, and flush the rest.
+"""
+
+import ctypes
+import ipaddress
+import os
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+import pyverbs.enums as e
+from pyverbs.addr import GID, AHAttr, GlobalRoute
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, RecvWR, SendWR
+
+if len(sys.argv) != 6:
+    sys.exit(__doc__)
+DEV, ADDR, PEER_NS, PEER_ADDR, PEER_DEV = sys.argv[1:6]
+del sys.argv[1:]
+INJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "roce_inject.py")
+
+FAKE_PEER_QPN = 0x77
+RQ_PSN = 0x100
+MR_LEN = 4096
+RECV_LEN = 64
+REMOTE = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+
+# rdma-core's rxe rings (struct rxe_queue_buf) and send WQEs (struct rxe_send_wqe).
+RING_PRODUCER, RING_HEADER = 128, 384
+WQE_OPCODE, WQE_FLAGS, WQE_REMOTE_ADDR, WQE_RKEY = 12, 16, 24, 32
+WQE_LENGTH, WQE_NUM_SGE, WQE_SGES = 184, 196, 208
+IBV_WR_RDMA_READ_OPCODE = 4
+
+
+def counters(dev):
+    d = f"/sys/class/infiniband/{dev}/ports/1/hw_counters"
+    values = {}
+    for n in os.listdir(d):
+        with open(os.path.join(d, n)) as f:
+            values[n] = int(f.read())
+    return values
+
+
+def mapped(addr):
+    """The RoCE v2 GID of an IPv4 address, as pyverbs spells GIDs."""
+    return ipaddress.IPv6Address("::ffff:" + addr).exploded
+
+
+def gid_index(ctx, addr):
+    for i in range(ctx.query_port(1).gid_tbl_len):
+        try:
+            if (ctx.query_gid_type(1, i) == e.IBV_GID_TYPE_SYSFS_ROCE_V2 and
+                    str(ctx.query_gid(1, i)) == mapped(addr)):
+                return i
+        except Exception:
+            continue
+    raise AssertionError(f"no RoCE v2 GID for {addr}")
+
+
+def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
+    """INIT -> RTS toward `dest_qpn` at IPv4 `addr`; both directions start at RQ_PSN."""
+    qa = QPAttr(port_num=1)
+    qa.path_mtu = e.IBV_MTU_1024
+    qa.dest_qp_num = dest_qpn
+    qa.rq_psn = RQ_PSN
+    qa.max_dest_rd_atomic = 1
+    qa.min_rnr_timer = 1
+    qa.ah_attr = AHAttr(port_num=1, is_global=1,
+                        gr=GlobalRoute(dgid=GID(mapped(addr)), sgid_index=sgid_index, hop_limit=64))
+    qp.to_rtr(qa)
+    qa = QPAttr(port_num=1)
+    qa.sq_psn = RQ_PSN
+    qa.timeout = timeout
+    qa.retry_cnt = 1
+    qa.rnr_retry = 1
+    qa.max_rd_atomic = 1
+    qp.to_rts(qa)
+
+
+def poll(cq, want, seconds=10):
+    wcs = []
+    deadline = time.time() + seconds
+    while len(wcs) < want and time.time() < deadline:
+        n, got = cq.poll(want - len(wcs))
+        wcs += got[:n]
+        if not n:
+            time.sleep(0.01)
+    return wcs
+
+
+class Endpoint:
+    """A PD, CQ, an MR peers may read and write, and an RC QP in INIT with posted receives."""
+
+    def __init__(self, dev, addr, recvs=4):
+        self.ctx = Context(name=dev)
+        self.dev, self.addr = dev, addr
+        self.gid_index = gid_index(self.ctx, addr)
+        self.pd = PD(self.ctx)
+        self.cq = CQ(self.ctx, 64)
+        self.mr = MR(self.pd, MR_LEN, REMOTE)
+        self.mr.write(bytes(MR_LEN), MR_LEN)
+        self.rbuf = MR(self.pd, RECV_LEN * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
+        self.qp = self.new_qp()
+        qa = QPAttr(port_num=1)
+        qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+        self.qp.to_init(qa)
+        for i in range(recvs):
+            sge = SGE(self.rbuf.buf + i * RECV_LEN, RECV_LEN, self.rbuf.lkey)
+            self.qp.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[sge]))
+
+    def new_qp(self):
+        cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=1,
+                    max_inline_data=64)
+        return QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
+
+    def close(self):
+        for o in (self.qp, self.rbuf, self.mr, self.cq, self.pd, self.ctx):
+            o.close()
+
+
+class InjectedRequests(unittest.TestCase):
+    """Crafted requests from PEER_NS to an RC QP in RTS whose peer does not exist."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+
+    def tearDown(self):
+        self.ep.close()
+
+    def inject(self, case, rises, psn=RQ_PSN, **kw):
+        """Sends CASE; the counters in RISES must rise by one, no other request, error or
+        drop counter."""
+        watched = ("out_of_seq_request", "duplicate_request", "rx_write_requests",
+                   "rx_read_requests", "resp_remote_access_errors", "resp_invalid_request",
+                   "resp_local_length_error", "resp_cqe_error")
+        before = counters(DEV)
+        argv = ["ip", "netns", "exec", PEER_NS, sys.executable, INJECT, "--src", PEER_ADDR,
+                "--dst", ADDR, "--qpn", str(self.ep.qp.qp_num), "--psn", str(psn & 0xffffff)]
+        for k, v in kw.items():
+            argv += [f"--{k}", str(v)]
+        subprocess.run(argv + [case], check=True, stdout=subprocess.DEVNULL)
+        for _ in range(50):
+            after = counters(DEV)
+            if all(after[n] > before[n] for n in rises):
+                break
+            time.sleep(0.1)
+        time.sleep(0.1)
+        after = counters(DEV)
+        rose = {n: after[n] - before[n] for n in after
+                if after[n] != before[n] and (n in watched or n.startswith("rcvd_drop_"))}
+        self.assertEqual(rose, dict.fromkeys(rises, 1), case)
+
+    def memory(self):
+        return self.ep.mr.read(MR_LEN, 0)
+
+    def test_requests_that_may_not_land_change_nothing(self):
+        mr = self.ep.mr
+        good = dict(rkey=mr.rkey, va=mr.buf + 64, length=16)
+        denied = MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ)
+        self.assertNotIn(mr.rkey ^ 0x80, (mr.rkey, denied.rkey, self.ep.rbuf.rkey))
+        wr, rd, acc = "rx_write_requests", "rx_read_requests", "resp_remote_access_errors"
+        cases = [
+            ("rc_write", (wr, acc), dict(good, rkey=mr.rkey ^ 0x80)),
+            ("rc_write", (wr, acc), dict(good, va=mr.buf + MR_LEN - 8)),
+            ("rc_write", (wr, acc), dict(good, va=mr.buf - 8)),
+            ("rc_write", (wr, acc), dict(good, rkey=denied.rkey, va=denied.buf)),
+            ("rc_write", (wr, "resp_invalid_request"), dict(good, payload=8)),
+            ("rc_read", (rd, acc), dict(good, rkey=mr.rkey ^ 0x80)),
+            ("rc_read", (rd, acc), dict(good, length=MR_LEN)),
+            ("rc_write", ("out_of_seq_request",), dict(good, psn=RQ_PSN + 0x400000)),
+            ("rc_write", ("duplicate_request",), dict(good, psn=RQ_PSN - 0x400000)),
+            ("bad_icrc", ("rcvd_drop_bad_icrc",), {}),
+            ("bad_pad", ("rcvd_drop_bad_length",), {}),
+            ("bad_length", ("rcvd_drop_bad_length",), {}),
+            ("unknown_opcode", ("rcvd_drop_unknown_opcode",), {}),
+        ]
+        for case, rises, kw in cases:
+            with self.subTest(case=case, rises=rises, args=kw):
+                self.inject(case, rises, **kw)
+                self.assertEqual(self.memory(), bytes(MR_LEN))
+        # None of them moved the expected PSN or broke the QP: the good write lands.
+        self.inject("rc_write", (wr,), **good)
+        self.assertEqual(self.memory(), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
+        self.inject("rc_read", (rd,), psn=RQ_PSN + 1, **good)
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.5), [], "nothing completed")
+        denied.close()
+
+    def test_acks_for_psns_never_sent_complete_nothing(self):
+        # Long ACK timeout (69 s): the SEND waits for an ACK that the fake peer never sends.
+        ep = self.ep
+        ep.qp.close()
+        ep.qp = ep.new_qp()
+        qa = QPAttr(port_num=1)
+        ep.qp.to_init(qa)
+        connect(ep.qp, PEER_ADDR, ep.gid_index, FAKE_PEER_QPN, timeout=24)
+        ep.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
+                               sg=[SGE(ep.mr.buf, 8, ep.mr.lkey)],
+                               send_flags=e.IBV_SEND_SIGNALED))
+        # The SEND took PSN RQ_PSN; ACKs for later PSNs are forged, whatever they claim.
+        for psn in (RQ_PSN + 1, RQ_PSN + 0x1000):
+            self.inject("ack_unsolicited", ("rcvd_drop_bad_psn",), psn=psn)
+        self.assertEqual(poll(ep.cq, 1, seconds=0.2), [], "a forged ACK completed a SEND")
+        # The ACK for what was sent completes it.
+        self.inject("ack_unsolicited", (), psn=RQ_PSN)
+        wcs = poll(ep.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_SUCCESS)])
+
+    def test_send_longer_than_its_receive_fails_that_receive(self):
+        self.inject("rc_send", ("resp_cqe_error", "resp_local_length_error"),
+                    payload=RECV_LEN + 8)
+        wcs = poll(self.ep.cq, 4)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs],
+                         [(100, e.IBV_WC_LOC_LEN_ERR)] + [(i, e.IBV_WC_WR_FLUSH_ERR)
+                                                          for i in (101, 102, 103)])
+        # The error completion took the QP to the error state.
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
+
+
+class ScribbledSendRing(unittest.TestCase):
+    """A WQE written over in the shared send ring fails alone, before it reaches the wire."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR, recvs=0)
+        self.ro = MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_REMOTE_READ)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+
+    def tearDown(self):
+        self.ro.close()
+        self.ep.close()
+
+    def send_ring(self):
+        """Base, mask and slot size of this process's send ring (the one with 256+ B slots)."""
+        rings = []
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if "uverbs" in line and "rw-s" in line:
+                    base = int(line.split("-")[0], 16)
+                    log2, mask = struct.unpack("II", ctypes.string_at(base, 8))
+                    if log2 >= 8:
+                        rings.append((base, mask, 1 << log2))
+        self.assertEqual(len(rings), 1, "one send ring mapped")
+        return rings[0]
+
+    def scribble(self, fields, sges=()):
+        """Writes a WQE (wr_id 0xbad) made of FIELDS {offset: (fmt, value)} at the producer."""
+        base, mask, size = self.send_ring()
+        prod = ctypes.c_uint32.from_address(base + RING_PRODUCER)
+        slot = base + RING_HEADER + (prod.value & mask) * size
+        ctypes.memset(slot, 0, size)
+        ctypes.memmove(slot, struct.pack("Q", 0xBAD), 8)
+        for off, (fmt, value) in fields.items():
+            ctypes.memmove(slot + off, struct.pack(fmt, value), struct.calcsize(fmt))
+        for i, (addr, length, lkey) in enumerate(sges):
+            ctypes.memmove(slot + WQE_SGES + 16 * i, struct.pack("QII", addr, length, lkey), 16)
+        prod.value = (prod.value + 1) & mask
+
+    def fails_alone(self, status, fields, sges=()):
+        sent_before = counters(DEV)["sent_pkts"]
+        self.scribble(fields, sges)
+        # A good WR behind it rings the doorbell.
+        mr = self.ep.mr
+        self.ep.qp.post_send(SendWR(wr_id=7, opcode=e.IBV_WR_SEND, num_sge=1,
+                                    sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+        wcs = poll(self.ep.cq, 2)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs],
+                         [(0xBAD, status), (7, e.IBV_WC_WR_FLUSH_ERR)])
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
+        self.assertEqual(counters(DEV)["sent_pkts"], sent_before, "nothing went on the wire")
+
+    def send(self, num_sge=1):
+        return {WQE_OPCODE: ("I", e.IBV_WR_SEND), WQE_FLAGS: ("I", e.IBV_SEND_SIGNALED),
+                WQE_NUM_SGE: ("I", num_sge)}
+
+    def test_unknown_opcode(self):
+        self.fails_alone(e.IBV_WC_LOC_QP_OP_ERR, {WQE_OPCODE: ("I", 0x7F)})
+
+    def test_more_sges_than_the_slot_holds(self):
+        self.fails_alone(e.IBV_WC_LOC_LEN_ERR, self.send(num_sge=0xFFFF))
+
+    def test_forged_lkey(self):
+        mr = self.ep.mr
+        self.fails_alone(e.IBV_WC_LOC_PROT_ERR, self.send(), [(mr.buf, 8, mr.lkey ^ 0x80)])
+
+    def test_sge_beyond_its_region(self):
+        mr = self.ep.mr
+        self.fails_alone(e.IBV_WC_LOC_PROT_ERR, self.send(),
+                         [(mr.buf + MR_LEN - 8, 64, mr.lkey)])
+
+    def test_inline_longer_than_the_slot(self):
+        fields = self.send(num_sge=0)
+        fields[WQE_FLAGS] = ("I", e.IBV_SEND_SIGNALED | e.IBV_SEND_INLINE)
+        fields[WQE_LENGTH] = ("I", 1 << 20)
+        self.fails_alone(e.IBV_WC_LOC_LEN_ERR, fields)
+
+    def test_read_into_memory_it_may_not_write(self):
+        fields = {WQE_OPCODE: ("I", IBV_WR_RDMA_READ_OPCODE), WQE_FLAGS: ("I", 0),
+                  WQE_NUM_SGE: ("I", 1), WQE_REMOTE_ADDR: ("Q", 0x1000), WQE_RKEY: ("I", 1)}
+        self.fails_alone(e.IBV_WC_LOC_PROT_ERR, fields, [(self.ro.buf, 8, self.ro.lkey)])
+
+
+class RemoteErrors(unittest.TestCase):
+    """A real peer refuses: the requester completes with the remote status, both count it."""
+
+    def setUp(self):
+        self.a = Endpoint(DEV, ADDR)
+        self.b = Endpoint(PEER_DEV, PEER_ADDR)
+        connect(self.a.qp, PEER_ADDR, self.a.gid_index, self.b.qp.qp_num)
+        connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
+
+    def tearDown(self):
+        self.a.close()
+        self.b.close()
+
+    def refused(self, wr, status, req_counter, resp_counter):
+        a0, b0 = counters(DEV), counters(PEER_DEV)
+        self.a.qp.post_send(wr)
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(1, status)])
+        self.assertEqual(counters(DEV)[req_counter] - a0[req_counter], 1)
+        self.assertEqual(counters(PEER_DEV)[resp_counter] - b0[resp_counter], 1)
+        self.assertEqual(self.b.mr.read(MR_LEN, 0), bytes(MR_LEN))
+
+    def test_write_with_a_wrong_rkey(self):
+        mr = self.a.mr
+        wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                    sg=[SGE(mr.buf, 16, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(self.b.mr.rkey ^ 0x80, self.b.mr.buf)
+        self.refused(wr, e.IBV_WC_REM_ACCESS_ERR, "req_remote_access_errors",
+                     "resp_remote_access_errors")
+
+    def test_read_past_the_region(self):
+        mr = self.a.mr
+        wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+                    sg=[SGE(mr.buf, 64, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(self.b.mr.rkey, self.b.mr.buf + MR_LEN - 32)
+        self.refused(wr, e.IBV_WC_REM_ACCESS_ERR, "req_remote_access_errors",
+                     "resp_remote_access_errors")
+
+    def test_send_longer_than_the_receive(self):
+        mr = self.a.mr
+        wr = SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1,
+                    sg=[SGE(mr.buf, RECV_LEN * 2, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        self.refused(wr, e.IBV_WC_REM_INV_REQ_ERR, "req_remote_invalid_request",
+                     "resp_local_length_error")
+        wcs = poll(self.b.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(100, e.IBV_WC_LOC_LEN_ERR)])
+
+    def test_good_write_lands(self):
+        mr = self.a.mr
+        mr.write(b"\x5a" * 32, 32)
+        wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                    sg=[SGE(mr.buf, 32, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(self.b.mr.rkey, self.b.mr.buf + 100)
+        self.a.qp.post_send(wr)
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(1, e.IBV_WC_SUCCESS)])
+        self.assertEqual(self.b.mr.read(32, 100), b"\x5a" * 32)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
