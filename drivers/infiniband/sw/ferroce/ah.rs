@@ -3,7 +3,11 @@
 //! Address handles, numbered so that UD WQEs name them (`ah_num`) as rdma-core's rxe provider
 //! expects; the send path looks the path up here instead of trusting one in the WQE.
 
-use crate::{device::Ferroce, limits};
+use crate::{
+    device::Ferroce,
+    limits,
+    proto::build::{flow_label, udp_sport, Ipv4Path, Ipv6Path, Path},
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     prelude::*,
@@ -15,22 +19,64 @@ use kernel::{
 /// `struct rxe_create_ah_resp`: `ah_num`, reserved.
 const CREATE_AH_RESP_SIZE: usize = 8;
 
-/// An IPv4 path (the only kind ferroce sends on so far).
+/// Where packets to a peer go, by GIDs: IPv4-mapped GIDs are IPv4 addresses.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ipv4Av {
-    pub(crate) saddr: [u8; 4],
-    pub(crate) daddr: [u8; 4],
-    pub(crate) tos: u8,
-    pub(crate) ttl: u8,
+pub(crate) struct Av {
+    pub(crate) sgid: [u8; 16],
+    pub(crate) dgid: [u8; 16],
+    pub(crate) tclass: u8,
+    /// 0 for the default, 64.
+    pub(crate) hop_limit: u8,
+    /// 0 for one derived from the QPNs.
     pub(crate) flow_label: u32,
+}
+
+impl Av {
+    /// The path from QP `lqpn` to QP `rqpn`; `None` if one GID is IPv4 and the other not.
+    pub(crate) fn path(&self, lqpn: u32, rqpn: u32) -> Option<Path> {
+        let fl = match self.flow_label & 0xf_ffff {
+            0 => flow_label(lqpn, rqpn),
+            fl => fl,
+        };
+        let hop_limit = match self.hop_limit {
+            0 => 64,
+            h => h,
+        };
+        match (mapped_ipv4(&self.sgid), mapped_ipv4(&self.dgid)) {
+            (Some(saddr), Some(daddr)) => Some(Path::V4(Ipv4Path {
+                saddr,
+                daddr,
+                tos: self.tclass,
+                ttl: hop_limit,
+                sport: udp_sport(fl),
+            })),
+            (None, None) => Some(Path::V6(Ipv6Path {
+                saddr: self.sgid,
+                daddr: self.dgid,
+                tclass: self.tclass,
+                hop_limit,
+                flow_label: fl,
+                sport: udp_sport(fl),
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// The IPv4-mapped GID of an IPv4 address.
+pub(crate) fn ipv4_mapped(addr: [u8; 4]) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12..].copy_from_slice(&addr);
+    gid
 }
 
 /// What the send path needs of an AH.
 pub(crate) struct AhState {
     /// The PD it belongs to ([`Pd::id`]); a QP of another PD may not use it.
     pub(crate) pd: usize,
-    /// `None` for a non-IPv4 path.
-    pub(crate) ipv4: Option<Ipv4Av>,
+    pub(crate) av: Av,
 }
 
 /// The IPv4 address in an IPv4-mapped GID (`::ffff:a.b.c.d`).
@@ -104,18 +150,19 @@ impl FerroceAh {
         if !attr.roce_v2 {
             return Err(EINVAL);
         }
-        let ipv4 = mapped_ipv4(&attr.sgid)
-            .zip(mapped_ipv4(&attr.dgid))
-            .map(|(saddr, daddr)| Ipv4Av {
-                saddr,
-                daddr,
-                tos: attr.traffic_class,
-                ttl: attr.hop_limit,
-                flow_label: attr.flow_label & 0xf_ffff,
-            });
+        let av = Av {
+            sgid: attr.sgid,
+            dgid: attr.dgid,
+            tclass: attr.traffic_class,
+            hop_limit: attr.hop_limit,
+            flow_label: attr.flow_label & 0xf_ffff,
+        };
+        if av.path(0, 0).is_none() {
+            return Err(EINVAL);
+        }
         let table = pd.device().data().ahs.clone();
         // Kernel consumers (the CM) create AHs under spinlocks: nothing here may sleep.
-        let state = Arc::new(AhState { pd: pd.id(), ipv4 }, GFP_ATOMIC)?;
+        let state = Arc::new(AhState { pd: pd.id(), av }, GFP_ATOMIC)?;
         let num = table.insert(state.clone())?;
         let this = Self { table, num, state };
         if let Some(udata) = udata {

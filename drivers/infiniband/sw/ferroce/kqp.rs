@@ -105,23 +105,20 @@ impl KernelQueues {
         let sends = core::mem::take(&mut *self.sends.lock());
         for s in sends.iter() {
             let status = match inner.attr.state {
-                QpState::Rts | QpState::Sqd => match &s.ah.ipv4 {
-                    Some(av) => {
-                        let d = Datagram {
-                            av,
-                            remote_qpn: s.remote_qpn,
-                            remote_qkey: s.remote_qkey,
-                            imm: s.imm,
-                            solicited: s.solicited,
-                            payload: &s.payload,
-                        };
-                        let mut psn = inner.attr.sq_psn;
-                        let res = send::send_datagram(qp, &d, inner.attr.qkey, &mut psn);
-                        inner.attr.sq_psn = psn;
-                        res.err().unwrap_or(WcStatus::Success)
-                    }
-                    None => WcStatus::LocQpOpErr,
-                },
+                QpState::Rts | QpState::Sqd => {
+                    let d = Datagram {
+                        av: &s.ah.av,
+                        remote_qpn: s.remote_qpn,
+                        remote_qkey: s.remote_qkey,
+                        imm: s.imm,
+                        solicited: s.solicited,
+                        payload: &s.payload,
+                    };
+                    let mut psn = inner.attr.sq_psn;
+                    let res = send::send_datagram(qp, &d, inner.attr.qkey, &mut psn);
+                    inner.attr.sq_psn = psn;
+                    res.err().unwrap_or(WcStatus::Success)
+                }
                 QpState::Err => WcStatus::WrFlushErr,
                 // Posted before the QP could send (the consumer's mistake).
                 _ => WcStatus::LocQpOpErr,

@@ -4,14 +4,14 @@
 //! attribute and state machine of `ibv_modify_qp`.
 
 use crate::{
-    ah::mapped_ipv4,
+    ah::Av,
     counters::Counters,
     cq::FerroceCq,
     device::Ferroce,
     kqp::KernelQueues,
     limits,
     proto::{
-        build::{flow_label, udp_sport, Ipv4Path},
+        build::Path,
         opcode::{OpKind, Transport},
         packet::Packet,
         wqe::{self, Completion, SendWqe, WcOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
@@ -137,22 +137,16 @@ pub(crate) struct QpInner {
 
 impl QpInner {
     /// The IPv4 path to the connected peer (RC, UC), from the address vector.
-    pub(crate) fn path(&self, qpn: u32) -> Option<Ipv4Path> {
+    pub(crate) fn path(&self, qpn: u32) -> Option<Path> {
         let ah = &self.attr.ah;
-        let fl = match ah.flow_label & 0xf_ffff {
-            0 => flow_label(qpn, self.attr.dest_qp_num),
-            fl => fl,
-        };
-        Some(Ipv4Path {
-            saddr: mapped_ipv4(&ah.sgid)?,
-            daddr: mapped_ipv4(&ah.dgid)?,
-            tos: ah.traffic_class,
-            ttl: match ah.hop_limit {
-                0 => 64,
-                t => t,
-            },
-            sport: udp_sport(fl),
-        })
+        Av {
+            sgid: ah.sgid,
+            dgid: ah.dgid,
+            tclass: ah.traffic_class,
+            hop_limit: ah.hop_limit,
+            flow_label: ah.flow_label,
+        }
+        .path(qpn, self.attr.dest_qp_num)
     }
 }
 

@@ -7,16 +7,16 @@
 //! harms only its own QP.
 
 use crate::{
-    ah::Ipv4Av,
+    ah::{ipv4_mapped, Av},
     device::Ferroce,
     proto::{
         bth::Bth,
-        build::{flow_label, udp_sport, Ipv4Path},
+        build::Path,
         packet::{Deth, ExtHeaders},
         psn::Psn,
         wqe::{
-            Completion, SendWqe, WcOpcode, WcStatus, NETWORK_IPV4, SEND_INLINE, SEND_SIGNALED,
-            SEND_SOLICITED, SGE_SIZE,
+            Completion, SendWqe, WcOpcode, WcStatus, NETWORK_IPV4, NETWORK_IPV6, SEND_INLINE,
+            SEND_SIGNALED, SEND_SOLICITED, SGE_SIZE,
         },
     },
     sge,
@@ -34,7 +34,7 @@ struct UdWork {
     imm: Option<u32>,
     remote_qpn: u32,
     remote_qkey: u32,
-    path: Ipv4Path,
+    path: Path,
 }
 
 /// What a UD send needs of its QP.
@@ -102,33 +102,15 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
             imm,
             remote_qpn,
             remote_qkey: wqe.ud_remote_qkey(),
-            path: ipv4_path(qp, &av, remote_qpn),
+            path: av.path(qp.qpn(), remote_qpn).ok_or(WcStatus::LocQpOpErr)?,
         },
         payload,
     ))
 }
 
-/// Where a datagram along `av` to `remote_qpn` goes.
-fn ipv4_path(qp: &Qp<Ferroce>, av: &Ipv4Av, remote_qpn: u32) -> Ipv4Path {
-    let fl = match av.flow_label {
-        0 => flow_label(qp.qpn(), remote_qpn),
-        fl => fl,
-    };
-    Ipv4Path {
-        saddr: av.saddr,
-        daddr: av.daddr,
-        tos: av.tos,
-        ttl: match av.ttl {
-            0 => 64,
-            t => t,
-        },
-        sport: udp_sport(fl),
-    }
-}
-
 /// A kernel consumer's datagram (the MAD layer's, on QP1).
 pub(crate) struct Datagram<'a> {
-    pub(crate) av: &'a Ipv4Av,
+    pub(crate) av: &'a Av,
     pub(crate) remote_qpn: u32,
     pub(crate) remote_qkey: u32,
     pub(crate) imm: Option<u32>,
@@ -146,12 +128,15 @@ pub(crate) fn send_datagram(
     if d.payload.len() > qp.device().data().ib_mtu() as usize {
         return Err(WcStatus::LocLenErr);
     }
+    let path =
+        d.av.path(qp.qpn(), d.remote_qpn)
+            .ok_or(WcStatus::LocQpOpErr)?;
     let work = UdWork {
         solicited: d.solicited,
         imm: d.imm,
         remote_qpn: d.remote_qpn,
         remote_qkey: d.remote_qkey,
-        path: ipv4_path(qp, d.av, d.remote_qpn),
+        path,
     };
     let _ = transmit(qp, &work, d.payload, qp_qkey, psn);
     Ok(())
@@ -159,19 +144,23 @@ pub(crate) fn send_datagram(
 
 /// The path of a UD WQE: its AH's (which must belong to the QP's PD), or for `ah_num` 0 the
 /// address vector the provider wrote into the WQE.
-fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Ipv4Av, WcStatus> {
+fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Av, WcStatus> {
     match wqe.ud_ah_num() {
         0 => {
             let av = wqe.ud_av();
-            if av.network_type() != NETWORK_IPV4 {
-                return Err(WcStatus::LocQpOpErr);
-            }
-            let (saddr, daddr) = av.ipv4();
-            Ok(Ipv4Av {
-                saddr,
-                daddr,
-                tos: av.traffic_class(),
-                ttl: av.hop_limit(),
+            let (sgid, dgid) = match av.network_type() {
+                NETWORK_IPV4 => {
+                    let (s, d) = av.ipv4();
+                    (ipv4_mapped(s), ipv4_mapped(d))
+                }
+                NETWORK_IPV6 => av.ipv6(),
+                _ => return Err(WcStatus::LocQpOpErr),
+            };
+            Ok(Av {
+                sgid,
+                dgid,
+                tclass: av.traffic_class(),
+                hop_limit: av.hop_limit(),
                 flow_label: av.flow_label(),
             })
         }
@@ -185,7 +174,7 @@ fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Ipv4Av, WcS
             if ah.pd != ud.pd {
                 return Err(WcStatus::LocQpOpErr);
             }
-            ah.ipv4.ok_or(WcStatus::LocQpOpErr)
+            Ok(ah.av)
         }
     }
 }

@@ -1,15 +1,59 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Building whole RoCEv2-over-IPv4 packets: IP and UDP headers, BTH and extension headers,
-//! payload, pad and ICRC.
+//! Building whole RoCEv2 packets over IPv4 or IPv6: IP and UDP headers, BTH and extension
+//! headers, payload, pad and ICRC (and for IPv6 the UDP checksum, which IPv6 requires).
 
 use super::{
     bth::Bth,
-    icrc::{ICRC_LEN, IPV4_HDR_LEN, UDP_HDR_LEN},
+    icrc::{ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
     opcode::OpInfo,
-    packet::{icrc_ipv4, pad_len, write_headers, BuildError, ExtHeaders},
+    packet::{icrc_ipv4, icrc_ipv6, pad_len, write_headers, BuildError, ExtHeaders},
     ROCE_V2_UDP_PORT,
 };
+
+/// Where a packet goes: RoCE v2 over IPv4 or over IPv6.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Path {
+    V4(Ipv4Path),
+    V6(Ipv6Path),
+}
+
+impl Path {
+    /// The length of the IP packet of `opcode` carrying `payload_len` bytes.
+    pub(crate) fn packet_len(&self, opcode: u8, payload_len: usize) -> Option<usize> {
+        match self {
+            Path::V4(_) => ipv4_packet_len(opcode, payload_len),
+            Path::V6(_) => ipv6_packet_len(opcode, payload_len),
+        }
+    }
+
+    /// Writes the whole packet into `out`, which must be [`Path::packet_len`] long.
+    pub(crate) fn build(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), BuildError> {
+        match self {
+            Path::V4(p) => build_ipv4(p, bth, ext, payload, out),
+            Path::V6(p) => build_ipv6(p, bth, ext, payload, out),
+        }
+    }
+}
+
+/// Where an IPv6 packet goes and how it is marked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ipv6Path {
+    pub(crate) saddr: [u8; 16],
+    pub(crate) daddr: [u8; 16],
+    /// DSCP and ECN.
+    pub(crate) tclass: u8,
+    pub(crate) hop_limit: u8,
+    /// The low 20 bits go in the header.
+    pub(crate) flow_label: u32,
+    pub(crate) sport: u16,
+}
 
 /// Where an IPv4 packet goes and how it is marked.
 #[derive(Clone, Copy, Debug)]
@@ -22,20 +66,119 @@ pub(crate) struct Ipv4Path {
     pub(crate) sport: u16,
 }
 
-/// The length of the IPv4 packet of `opcode` carrying `payload_len` bytes.
-pub(crate) fn ipv4_packet_len(opcode: u8, payload_len: usize) -> Option<usize> {
+/// The length of the UDP datagram of `opcode` carrying `payload_len` bytes.
+fn udp_len(opcode: u8, payload_len: usize) -> Option<usize> {
     let info = OpInfo::lookup(opcode)?;
     let pad = usize::from(pad_len(payload_len));
-    [
-        IPV4_HDR_LEN,
-        UDP_HDR_LEN,
-        info.hdr_len,
-        payload_len,
-        pad,
-        ICRC_LEN,
-    ]
-    .iter()
-    .try_fold(0usize, |a, &b| a.checked_add(b))
+    [UDP_HDR_LEN, info.hdr_len, payload_len, pad, ICRC_LEN]
+        .iter()
+        .try_fold(0usize, |a, &b| a.checked_add(b))
+}
+
+/// The length of the IPv4 packet of `opcode` carrying `payload_len` bytes.
+pub(crate) fn ipv4_packet_len(opcode: u8, payload_len: usize) -> Option<usize> {
+    udp_len(opcode, payload_len)?.checked_add(IPV4_HDR_LEN)
+}
+
+/// The length of the IPv6 packet of `opcode` carrying `payload_len` bytes.
+pub(crate) fn ipv6_packet_len(opcode: u8, payload_len: usize) -> Option<usize> {
+    udp_len(opcode, payload_len)?.checked_add(IPV6_HDR_LEN)
+}
+
+/// Writes the UDP header (checksum 0), the BTH and extension headers, the payload and pad into
+/// `udp_packet`; the ICRC (its last 4 bytes) is the caller's.
+fn write_udp(
+    sport: u16,
+    bth: &Bth,
+    ext: &ExtHeaders,
+    payload: &[u8],
+    udp_packet: &mut [u8],
+) -> Result<(), BuildError> {
+    let udp_len = u16::try_from(udp_packet.len()).map_err(|_| BuildError::NoRoom)?;
+    let (udp, body) = udp_packet
+        .split_at_mut_checked(UDP_HDR_LEN)
+        .ok_or(BuildError::NoRoom)?;
+    udp[0..2].copy_from_slice(&sport.to_be_bytes());
+    udp[2..4].copy_from_slice(&ROCE_V2_UDP_PORT.to_be_bytes());
+    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    let mut bth = *bth;
+    bth.pad = pad_len(payload.len());
+    let hdr_len = write_headers(&bth, ext, body)?;
+    body.get_mut(hdr_len..hdr_len + payload.len())
+        .ok_or(BuildError::NoRoom)?
+        .copy_from_slice(payload);
+    Ok(())
+}
+
+/// Writes the whole IPv6 packet into `out`, which must be [`ipv6_packet_len`] long.
+pub(crate) fn build_ipv6(
+    path: &Ipv6Path,
+    bth: &Bth,
+    ext: &ExtHeaders,
+    payload: &[u8],
+    out: &mut [u8],
+) -> Result<(), BuildError> {
+    let len = ipv6_packet_len(bth.opcode, payload.len()).ok_or(BuildError::UnknownOpcode)?;
+    if out.len() != len {
+        return Err(BuildError::NoRoom);
+    }
+    let udp_len = u16::try_from(len - IPV6_HDR_LEN).map_err(|_| BuildError::NoRoom)?;
+    let (ip, rest) = out.split_at_mut(IPV6_HDR_LEN);
+    let fl = path.flow_label & 0xf_ffff;
+    ip[0] = 0x60 | path.tclass >> 4;
+    ip[1] = path.tclass << 4 | (fl >> 16) as u8;
+    ip[2..4].copy_from_slice(&(fl as u16).to_be_bytes());
+    ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    ip[6] = 17; // UDP
+    ip[7] = path.hop_limit;
+    ip[8..24].copy_from_slice(&path.saddr);
+    ip[24..40].copy_from_slice(&path.daddr);
+    write_udp(path.sport, bth, ext, payload, rest)?;
+    let (udp, body) = rest.split_at_mut(UDP_HDR_LEN);
+    let (body, icrc) = body.split_at_mut(body.len() - ICRC_LEN);
+    let ip: &[u8; IPV6_HDR_LEN] = (&*ip).try_into().map_err(|_| BuildError::NoRoom)?;
+    let udp_hdr: &[u8; UDP_HDR_LEN] = (&*udp).try_into().map_err(|_| BuildError::NoRoom)?;
+    let crc = icrc_ipv6(ip, udp_hdr, body).ok_or(BuildError::NoRoom)?;
+    icrc.copy_from_slice(&crc.to_le_bytes());
+    // The UDP checksum covers a pseudo-header, the UDP header and everything after it.
+    let mut sum = Checksum::default();
+    sum.add(&ip[8..40]);
+    sum.add(&u32::from(udp_len).to_be_bytes());
+    sum.add(&[0, 0, 0, 17]);
+    sum.add(udp);
+    sum.add(body);
+    sum.add(icrc);
+    let csum = match !sum.fold() {
+        0 => 0xffff,
+        c => c,
+    };
+    udp[6..8].copy_from_slice(&csum.to_be_bytes());
+    Ok(())
+}
+
+/// The Internet checksum (RFC 1071) over a sequence of even-length pieces, the last of which
+/// may be odd.
+#[derive(Default)]
+struct Checksum(u64);
+
+impl Checksum {
+    fn add(&mut self, data: &[u8]) {
+        let mut words = data.chunks_exact(2);
+        for w in &mut words {
+            self.0 += u64::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        if let [last] = words.remainder() {
+            self.0 += u64::from(*last) << 8;
+        }
+    }
+
+    fn fold(&self) -> u16 {
+        let mut s = self.0;
+        while s >> 16 != 0 {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
 }
 
 /// Writes the whole packet into `out`, which must be [`ipv4_packet_len`] long. The IP header
@@ -53,7 +196,6 @@ pub(crate) fn build_ipv4(
         return Err(BuildError::NoRoom);
     }
     let tot_len = u16::try_from(len).map_err(|_| BuildError::NoRoom)?;
-    let udp_len = tot_len - IPV4_HDR_LEN as u16;
     let (ip, rest) = out.split_at_mut(IPV4_HDR_LEN);
     ip.copy_from_slice(&[
         0x45,
@@ -77,18 +219,9 @@ pub(crate) fn build_ipv4(
         path.daddr[2],
         path.daddr[3],
     ]);
+    write_udp(path.sport, bth, ext, payload, rest)?;
     let (udp, body) = rest.split_at_mut(UDP_HDR_LEN);
-    udp[0..2].copy_from_slice(&path.sport.to_be_bytes());
-    udp[2..4].copy_from_slice(&ROCE_V2_UDP_PORT.to_be_bytes());
-    udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
-    let mut bth = *bth;
-    bth.pad = pad_len(payload.len());
-    let hdr_len = write_headers(&bth, ext, body)?;
     let (hdrs_and_payload, icrc) = body.split_at_mut(body.len() - ICRC_LEN);
-    hdrs_and_payload
-        .get_mut(hdr_len..hdr_len + payload.len())
-        .ok_or(BuildError::NoRoom)?
-        .copy_from_slice(payload);
     let ip: &[u8; IPV4_HDR_LEN] = (&*ip).try_into().map_err(|_| BuildError::NoRoom)?;
     let udp: &[u8; UDP_HDR_LEN] = (&*udp).try_into().map_err(|_| BuildError::NoRoom)?;
     let crc = icrc_ipv4(ip, udp, hdrs_and_payload).ok_or(BuildError::NoRoom)?;
@@ -114,7 +247,7 @@ pub(crate) const fn flow_label(lqpn: u32, rqpn: u32) -> u32 {
 mod tests {
     use super::*;
     use crate::proto::{
-        packet::{parse, verify_icrc_ipv4, Deth},
+        packet::{parse, verify_icrc_ipv4, verify_icrc_ipv6, Deth},
         psn::Psn,
     };
 
@@ -164,6 +297,70 @@ mod tests {
             build_ipv4(&path, &bth, &ext, &payload, &mut out[..len - 1]),
             Err(BuildError::NoRoom)
         ));
+    }
+
+    #[test]
+    fn ipv6_rc_write_round_trips_with_icrc_and_udp_checksum() {
+        let path = Path::V6(Ipv6Path {
+            saddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            daddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            tclass: 0xa2,
+            hop_limit: 64,
+            flow_label: 0xf_1234,
+            sport: 0xc123,
+        });
+        let bth = Bth {
+            opcode: 0x0a,
+            solicited: false,
+            mig_req: false,
+            pad: 0,
+            pkey: 0xffff,
+            fecn: false,
+            becn: false,
+            dest_qpn: 0x77,
+            ack_req: true,
+            psn: Psn::new(0x100),
+        };
+        let ext = ExtHeaders {
+            reth: Some(crate::proto::packet::Reth {
+                va: 0x1000,
+                rkey: 0x1234,
+                dma_len: 7,
+            }),
+            ..ExtHeaders::default()
+        };
+        let payload = [0xa5u8; 7];
+        let len = path.packet_len(0x0a, payload.len()).unwrap();
+        assert_eq!(len, 40 + 8 + 12 + 16 + 7 + 1 + 4);
+        let mut out = [0u8; 88];
+        path.build(&bth, &ext, &payload, &mut out[..len]).unwrap();
+        let out = &out[..len];
+        assert_eq!(out[..4], [0x6a, 0x2f, 0x12, 0x34]);
+        assert_eq!(u16::from_be_bytes([out[4], out[5]]) as usize, len - 40);
+        assert_eq!((out[6], out[7]), (17, 64));
+        let ip: &[u8; 40] = out[..40].try_into().unwrap();
+        let udp: &[u8; 8] = out[40..48].try_into().unwrap();
+        assert!(verify_icrc_ipv6(ip, udp, &out[48..]));
+        // A receiver's check: the sum over the pseudo-header and the datagram is all ones.
+        let mut sum = Checksum::default();
+        sum.add(&out[8..40]);
+        sum.add(&((len - 40) as u32).to_be_bytes());
+        sum.add(&[0, 0, 0, 17]);
+        sum.add(&out[40..]);
+        assert_eq!(sum.fold(), 0xffff);
+        assert_ne!(udp[6..8], [0, 0]);
+        let p = parse(&out[48..]).unwrap();
+        assert_eq!((p.bth.dest_qpn, p.payload), (0x77, &payload[..]));
+        assert_eq!(p.ext.reth.unwrap().rkey, 0x1234);
+    }
+
+    #[test]
+    fn checksum_folds_carries() {
+        let mut sum = Checksum::default();
+        sum.add(&[0xff, 0xff, 0x00, 0x01]);
+        assert_eq!(sum.fold(), 0x0001);
+        sum.add(&[0x12]);
+        assert_eq!(sum.fold(), 0x1201);
     }
 
     #[test]

@@ -163,6 +163,8 @@ mod off {
     pub(super) const AV_TCLASS: usize = 8 + 22;
     pub(super) const AV_SADDR4: usize = 32 + 4;
     pub(super) const AV_DADDR4: usize = 60 + 4;
+    pub(super) const AV_SADDR6: usize = 32 + 8;
+    pub(super) const AV_DADDR6: usize = 60 + 8;
     pub(super) const DMA_LENGTH: usize = 184;
     pub(super) const DMA_NUM_SGE: usize = 196;
 }
@@ -184,6 +186,8 @@ pub(crate) const SEND_SOLICITED: u32 = 4;
 pub(crate) const SEND_INLINE: u32 = 8;
 /// `RXE_NETWORK_TYPE_IPV4`.
 pub(crate) const NETWORK_IPV4: u8 = 1;
+/// `RXE_NETWORK_TYPE_IPV6`.
+pub(crate) const NETWORK_IPV6: u8 = 2;
 
 /// A scatter/gather entry (`struct rxe_sge`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,6 +298,11 @@ impl Av<'_> {
     /// Source and destination IPv4 addresses (from the `sockaddr_in`s).
     pub(crate) fn ipv4(&self) -> ([u8; 4], [u8; 4]) {
         (bytes(self.0, off::AV_SADDR4), bytes(self.0, off::AV_DADDR4))
+    }
+
+    /// Source and destination IPv6 addresses (from the `sockaddr_in6`s).
+    pub(crate) fn ipv6(&self) -> ([u8; 16], [u8; 16]) {
+        (bytes(self.0, off::AV_SADDR6), bytes(self.0, off::AV_DADDR6))
     }
 }
 
@@ -413,6 +422,14 @@ mod tests {
             (0xabcde, 7, 0x20)
         );
         assert_eq!(av.ipv4(), ([10, 0, 0, 1], [10, 0, 0, 2]));
+        // sin6_addr follows family, port and flow info in each `sockaddr_in6`.
+        let mut b6 = b;
+        b6[56 + 40] = 0xfd;
+        b6[56 + 55] = 1;
+        b6[56 + 68] = 0xfd;
+        b6[56 + 83] = 2;
+        let (s6, d6) = SendWqe::new(&b6).ud_av().ipv6();
+        assert_eq!((s6[0], s6[15], d6[0], d6[15]), (0xfd, 1, 0xfd, 2));
         assert_eq!((w.length(), w.num_sge()), (200, 2));
         assert_eq!(
             w.sge(1),

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending IPv6 packets that the caller builds whole (header included), through the routing
+//! table and `ip6_local_out`, as tunnels without a socket of their own do.
+//!
+//! C header: [`include/net/ipv6.h`](srctree/include/net/ipv6.h)
+
+use super::{ipv4::packet_skb, namespace::Namespace, netdevice::NetDevice};
+use crate::{bindings, error::from_err_ptr, prelude::*};
+
+/// Length of an IPv6 header without extension headers.
+pub const HEADER_LEN: usize = 40;
+
+/// A route lookup's answer, held until the packet goes out on it.
+///
+/// # Invariants
+///
+/// `dst` is a route entry we hold a reference to.
+pub struct Route {
+    dst: *mut bindings::dst_entry,
+}
+
+impl Route {
+    /// Looks up the route from `saddr` to `daddr`, for UDP with `flow_label` (the low 20 bits),
+    /// leaving by `oif` if it is not 0.
+    pub fn output(
+        net: &Namespace,
+        saddr: [u8; 16],
+        daddr: [u8; 16],
+        flow_label: u32,
+        oif: i32,
+    ) -> Result<Self> {
+        // SAFETY: All-zero is a valid, empty flow key.
+        let mut fl: bindings::flowi6 = unsafe { core::mem::zeroed() };
+        fl.__fl_common.flowic_oif = oif;
+        fl.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
+        fl.saddr.in6_u.u6_addr8 = saddr;
+        fl.daddr.in6_u.u6_addr8 = daddr;
+        fl.flowlabel = (flow_label & 0xf_ffff).to_be();
+        // SAFETY: `net` is alive; `fl` is a valid key; no socket and no final destination.
+        let dst = from_err_ptr(unsafe {
+            bindings::ip6_dst_lookup_flow(
+                net.as_raw(),
+                core::ptr::null(),
+                &mut fl,
+                core::ptr::null(),
+            )
+        })?;
+        // INVARIANT: A successful lookup returns a referenced entry.
+        Ok(Self { dst })
+    }
+
+    /// The device the route leaves by.
+    pub fn dev(&self) -> Option<&NetDevice> {
+        // SAFETY: By the type invariant the entry is alive, and it holds its device.
+        let dev = unsafe { (*self.dst).__bindgen_anon_1.dev };
+        // SAFETY: As above: the device lives as long as the entry.
+        (!dev.is_null()).then(|| unsafe { NetDevice::from_raw(dev) })
+    }
+
+    /// Sends `len` bytes that `fill` writes: a whole IPv6 packet. The stack sets the payload
+    /// length; everything else (the UDP checksum too) is the caller's.
+    pub fn send(
+        self,
+        net: &Namespace,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result {
+        let skb = packet_skb(self.dev().ok_or(ENETUNREACH)?, len, fill)?;
+        let dst = self.dst;
+        core::mem::forget(self);
+        // SAFETY: `skb` is ours and complete; the route's reference moves into it; the stack
+        // takes the skb whatever it returns.
+        let ret = unsafe {
+            (*skb).__bindgen_anon_4.headers.as_mut().protocol =
+                (bindings::ETH_P_IPV6 as u16).to_be();
+            bindings::skb_dst_set(skb, dst);
+            bindings::ip6_local_out(net.as_raw(), core::ptr::null_mut(), skb)
+        };
+        // Positive values are congestion notices, as for IPv4.
+        if ret < 0 {
+            Err(Error::from_errno(ret))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Clone for Route {
+    /// Another reference to the same route: one per packet sent along it.
+    fn clone(&self) -> Self {
+        // SAFETY: By the type invariant the entry is alive; we take a reference of our own.
+        unsafe { bindings::dst_hold(self.dst) };
+        // INVARIANT: The reference just taken.
+        Self { dst: self.dst }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold a reference.
+        unsafe { bindings::dst_release(self.dst) };
+    }
+}
