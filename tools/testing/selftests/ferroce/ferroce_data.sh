@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # ferroce moving data between two namespaces over veth with unmodified rdma-core tools, at MTU
-# 1500 and 9000: each tool checks what it receives, and the counters must show the traffic.
+# 1500 and 9000 over IPv4 and at MTU 1500 over IPv6: each tool checks what it receives, and the
+# counters must show the traffic.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 
@@ -28,13 +29,15 @@ done
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (2 + 4 + 5) + 4))
+ktap_set_plan $((2 * (2 + 4 + 5) + 5 + 4))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
 ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
 ip -n "$A" addr add 10.71.0.1/24 dev va
 ip -n "$B" addr add 10.71.0.2/24 dev vb
+ip -n "$A" addr add fd71::1/64 dev va nodad
+ip -n "$B" addr add fd71::2/64 dev vb nodad
 ip -n "$A" link set va up
 ip -n "$B" link set vb up
 ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
@@ -48,11 +51,21 @@ gid_index() {
 	done
 	return 1
 }
+# gid6_index DEV: the index of the device's fd71:: RoCE v2 GID.
+gid6_index() {
+	local f
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		case "$(cat "$f")" in fd71:*) basename "$f"; return ;; esac
+	done
+	return 1
+}
 for _ in $(seq 50); do
-	GA=$(gid_index fer0) && GB=$(gid_index fer1) && break
+	GA=$(gid_index fer0) && GB=$(gid_index fer1) && GA6=$(gid6_index fer0) &&
+		GB6=$(gid6_index fer1) && break
 	sleep 0.1
 done
 [ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+[ -n "$GA6" ] && [ -n "$GB6" ] || ktap_exit_fail_msg "no IPv6 GIDs"
 
 # counter DEV NAME
 counter() {
@@ -87,15 +100,16 @@ pair() {
 
 # rping_pair COUNT: rping (rdma_cm over QP1, then SEND/READ/WRITE on an RC QP) for COUNT
 # round trips, validating the data (-V) and showing it (-v): the client must show every one.
+# RPING_ADDR is the server's address (IPv4 unless set).
 rping_pair() {
-	local n=$1 srv cli rc=0 shown i
-	ip netns exec "$A" timeout 300 rping -s -a 10.71.0.1 -C "$n" -V >/tmp/ferroce_rping_srv.log 2>&1 &
+	local n=$1 srv cli rc=0 shown i addr=${RPING_ADDR:-10.71.0.1}
+	ip netns exec "$A" timeout 300 rping -s -a "$addr" -C "$n" -V >/tmp/ferroce_rping_srv.log 2>&1 &
 	srv=$!
 	# rdma_cm has no port to watch: retry while the server is not listening yet.
 	for i in $(seq 10); do
 		sleep 1
 		# stderr apart: unbuffered, it could split a buffered "ping data" line.
-		ip netns exec "$B" timeout 300 rping -c -a 10.71.0.1 -C "$n" -v -V >/tmp/ferroce_rping_cli.log \
+		ip netns exec "$B" timeout 300 rping -c -a "$addr" -C "$n" -v -V >/tmp/ferroce_rping_cli.log \
 			2>/tmp/ferroce_rping_cli.err
 		cli=$?
 		[ "$cli" -eq 0 ] && break
@@ -153,6 +167,31 @@ for mtu in $MTUS; do
 		ktap_test_result "$tool at MTU $mtu" perf "$tool"
 	done
 done
+
+# ip6_received: IPv6 packets B's stack has taken in.
+ip6_received() {
+	ip netns exec "$B" awk '$1 == "Ip6InReceives" {print $2}' /proc/net/snmp6
+}
+
+# ipv6 TOOL ARGS...: TOOL over the fd71:: GIDs, and the packets went out as IPv6.
+ipv6() {
+	local before after
+	before=$(ip6_received)
+	GA=$GA6 GB=$GB6 "$@" || return 1
+	after=$(ip6_received)
+	echo "# Ip6InReceives in B: $before -> $after"
+	[ "$((after - before))" -ge 10 ]
+}
+
+set_mtu 1500
+ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, checked)" \
+	ipv6 pair ibv_ud_pingpong -s 1024 -n 200 -c
+ktap_test_result "IPv6: ibv_rc_pingpong 64 KiB x 20 (checked)" \
+	ipv6 pair ibv_rc_pingpong -m 1024 -s 65536 -n 20 -r 16 -c
+GIDOPT=-x ktap_test_result "IPv6: ib_write_bw 64 KiB x 100" ipv6 pair ib_write_bw -s 65536 -n 100 -F
+GIDOPT=-x ktap_test_result "IPv6: ib_read_bw 64 KiB x 100" ipv6 pair ib_read_bw -s 65536 -n 100 -F
+RPING_ADDR=fd71::1 ktap_test_result "IPv6: rping -C 100 -v -V (rdma_cm over IPv6)" \
+	ipv6 rping_pair 100
 
 # dissected: tshark's InfiniBand dissector decodes a capture of SEND, WRITE and READ traffic (every
 # packet, each RC opcode the tools use) with no malformed packet or warning.

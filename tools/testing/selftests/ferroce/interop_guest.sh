@@ -4,7 +4,8 @@
 # One side of the wire interop test (scripts/interop.sh boots two guests on one QEMU dgram
 # network): this guest runs DRIVER (c-rxe or ferroce) on the NIC with MAC, the peer the other.
 # Each test has a server on one side and a client on the other; the sides take turns, so both
-# directions run. Prints KTAP for this side; the host needs both sides to pass.
+# directions run. Tests marked "v6" use the IPv6 GIDs (fd72::<last IPv4 octet>; the tools'
+# out-of-band exchange stays on IPv4). Prints KTAP for this side; the host needs both sides.
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
@@ -25,6 +26,10 @@ TESTS=(
 	"ibv_ud_pingpong -s 1024 -n 200 -c"
 	"rping -C 200 -V"
 	"rping -C 200 -V"
+	"v6 ib_write_bw -s 65536 -n 200 -F"
+	"v6 ib_write_bw -s 65536 -n 200 -F"
+	"v6 rping -C 100 -V"
+	"v6 rping -C 100 -V"
 )
 ktap_set_plan "${#TESTS[@]}"
 
@@ -35,39 +40,48 @@ ferroce) modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe" ;;
 esac
 ifc=$(ip -o link | awk -v m="$mac" 'tolower($0) ~ m {sub(":", "", $2); print $2; exit}')
 [ -n "$ifc" ] || ktap_exit_fail_msg "no NIC with MAC $mac"
-ip addr add "$self/24" dev "$ifc" && ip link set "$ifc" mtu 1500 up || ktap_exit_fail_msg "cannot set up $ifc"
+self6=$(printf 'fd72::%x' "${self##*.}") peer6=$(printf 'fd72::%x' "${peer##*.}")
+ip addr add "$self/24" dev "$ifc" && ip addr add "$self6/64" dev "$ifc" nodad &&
+	ip link set "$ifc" mtu 1500 up || ktap_exit_fail_msg "cannot set up $ifc"
 rdma link add r0 type rxe netdev "$ifc" || ktap_exit_fail_msg "rdma link add on $ifc"
 echo "# $driver on $ifc ($self), peer $peer"
 
-gid=""
+gid="" gid6=""
 for _ in $(seq 100); do
 	for f in /sys/class/infiniband/r0/ports/1/gids/*; do
-		[ "$(cat "$f")" = "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${self//./ })" ] &&
-			gid=$(basename "$f")
+		case "$(cat "$f")" in
+		"0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${self//./ })") gid=$(basename "$f") ;;
+		"$(printf 'fd72:0000:0000:0000:0000:0000:0000:%04x' "${self##*.}")") gid6=$(basename "$f") ;;
+		esac
 	done
-	[ -n "$gid" ] && break
+	[ -n "$gid" ] && [ -n "$gid6" ] && break
 	sleep 0.1
 done
 [ -n "$gid" ] || ktap_exit_fail_msg "no GID for $self"
+[ -n "$gid6" ] || ktap_exit_fail_msg "no GID for $self6"
 # The peer boots on its own time.
 for _ in $(seq 300); do ping -c1 -W1 "$peer" >/dev/null 2>&1 && break; done
 ping -c1 -W2 "$peer" >/dev/null 2>&1 || ktap_exit_fail_msg "peer $peer unreachable"
 
 # run N TOOL ARGS...: this side's half of test N.
 run() {
-	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc
+	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc g=$gid me=$self them=$peer
 	shift 2
+	if [ "$tool" = v6 ]; then
+		g=$gid6 me=$self6 them=$peer6 tool=$1
+		shift
+	fi
 	[[ $tool == ibv_* ]] && gopt=-g
 	local mine=0 server
 	[ "$first" = "$driver" ] && mine=1
 	# Odd tests are served by FIRST_SERVER's side, even ones by the other.
 	if ((n % 2 == 1)); then server=$mine; else server=$((1 - mine)); fi
 	# rping speaks rdma_cm (QP1 MADs), addressed by IP; the others exchange QP numbers by TCP.
-	local srv_args=("$tool" -d r0 "$gopt" "$gid" -p "$port" "$@")
-	local cli_args=("$tool" -d r0 "$gopt" "$gid" -p "$port" "$@" "$peer")
+	local srv_args=("$tool" -d r0 "$gopt" "$g" -p "$port" "$@")
+	local cli_args=("$tool" -d r0 "$gopt" "$g" -p "$port" "$@" "$peer")
 	if [ "$tool" = rping ]; then
-		srv_args=(rping -s -a "$self" -p "$port" "$@")
-		cli_args=(rping -c -a "$peer" -p "$port" "$@")
+		srv_args=(rping -s -a "$me" -p "$port" "$@")
+		cli_args=(rping -c -a "$them" -p "$port" "$@")
 	fi
 	if [ "$server" = 1 ]; then
 		timeout 150 "${srv_args[@]}" >/tmp/interop.log 2>&1
@@ -100,7 +114,9 @@ for i in "${!TESTS[@]}"; do
 		ktap_test_skip "$n: not in INTEROP_ONLY"
 		continue
 	fi
-	ktap_test_result "$n: ${TESTS[$i]%% *} ($driver side)" run "$n" ${TESTS[$i]}
+	name=${TESTS[$i]%% -*}
+	[[ $name == "v6 "* ]] && name="${name#v6 }-ipv6"
+	ktap_test_result "$n: $name ($driver side)" run "$n" ${TESTS[$i]}
 done
 rdma link del r0
 dmesg | grep -E 'WARNING:|BUG:|rdma_rxe' | tail -n 5 | sed 's/^/# dmesg: /'
