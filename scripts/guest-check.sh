@@ -71,11 +71,9 @@ for t in $(sed -n 's/^TEST_PROGS := //p' "$selftests/ferroce/Makefile"); do
 	run_kselftest selftests.ferroce 900 "$selftests/ferroce/$t"
 done
 
-# The kernel's own rxe selftests, unmodified, against ferroce: all but rxe_ipv6.sh (IPv6 sends)
-# and rxe_sent_rcvd_bytes.sh (rping on one device: loopback), which ferroce does not do yet.
-for t in rxe_netns_names.sh rxe_socket_with_netns.sh rxe_test_NETDEV_UNREGISTER.sh \
-	rxe_rping_between_netns.sh; do
-	run_kselftest selftests.rdma.ferroce 400 "$selftests/rdma/$t"
+# The kernel's own rxe selftests, unmodified, against ferroce.
+for t in "$selftests"/rdma/rxe_*.sh; do
+	run_kselftest selftests.rdma.ferroce 400 "$t"
 done
 
 # The kernel's own rxe selftests, unmodified, against the C rxe: modprobe loads it instead of ours.

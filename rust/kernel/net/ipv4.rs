@@ -5,7 +5,7 @@
 //!
 //! C header: [`include/net/route.h`](srctree/include/net/route.h)
 
-use super::{namespace::Namespace, netdevice::NetDevice};
+use super::{namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff};
 use crate::{bindings, error::from_err_ptr, prelude::*};
 
 /// Length of an IPv4 header without options.
@@ -46,15 +46,10 @@ impl Route {
         (!dev.is_null()).then(|| unsafe { NetDevice::from_raw(dev) })
     }
 
-    /// Sends `len` bytes that `fill` writes: a whole IPv4 packet. The stack sets the header's
-    /// total length and checksum; everything else is the caller's.
-    pub fn send(
-        self,
-        net: &Namespace,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]) -> Result,
-    ) -> Result {
-        let skb = packet_skb(self.dev().ok_or(ENETUNREACH)?, len, fill)?;
+    /// Sends `skb`, a whole IPv4 packet (see [`SkBuff::new_packet`]). The stack sets the
+    /// header's total length and checksum; everything else is the caller's.
+    pub fn send(self, net: &Namespace, skb: SkBuff) -> Result {
+        let skb = skb.into_raw();
         let rt = self.rt;
         core::mem::forget(self);
         // SAFETY: `skb` is ours and complete; the route's reference moves into it; the stack
@@ -70,49 +65,6 @@ impl Route {
             Err(Error::from_errno(ret))
         } else {
             Ok(())
-        }
-    }
-}
-
-/// A fresh skb holding the `len` bytes `fill` writes (a whole IP packet), with headroom for
-/// `dev`'s link-layer header. The caller owns it.
-pub(super) fn packet_skb(
-    dev: &NetDevice,
-    len: usize,
-    fill: impl FnOnce(&mut [u8]) -> Result,
-) -> Result<*mut bindings::sk_buff> {
-    // LL_RESERVED_SPACE(): room for the link-layer header, aligned as the stack expects.
-    // SAFETY: The device is alive (the caller holds it).
-    let headroom = unsafe {
-        let d = dev.as_raw();
-        let hh = usize::from((*d).hard_header_len) + usize::from((*d).needed_headroom);
-        (hh & !(bindings::HH_DATA_MOD as usize - 1)) + bindings::HH_DATA_MOD as usize
-    };
-    let total = u32::try_from(headroom + len).map_err(|_| EMSGSIZE)?;
-    // SAFETY: Plain allocation; NULL on failure.
-    let skb =
-        unsafe { bindings::__alloc_skb(total, bindings::GFP_KERNEL, 0, bindings::NUMA_NO_NODE) };
-    if skb.is_null() {
-        return Err(ENOMEM);
-    }
-    // SAFETY: `skb` is fresh and ours, with `total` bytes of room.
-    let res = unsafe {
-        bindings::skb_reserve(skb, headroom as c_int);
-        // CAST: `len` fit in `total` above.
-        let data = bindings::skb_put(skb, len as c_uint).cast::<u8>();
-        core::ptr::write_bytes(data, 0, len);
-        fill(core::slice::from_raw_parts_mut(data, len))
-    };
-    match res {
-        Ok(()) => {
-            // SAFETY: Still ours; the packet starts at `data`.
-            unsafe { bindings::skb_reset_network_header(skb) };
-            Ok(skb)
-        }
-        Err(e) => {
-            // SAFETY: Still ours.
-            unsafe { bindings::kfree_skb(skb) };
-            Err(e)
         }
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! C header: [`include/net/ipv6.h`](srctree/include/net/ipv6.h)
 
-use super::{ipv4::packet_skb, namespace::Namespace, netdevice::NetDevice};
+use super::{namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff};
 use crate::{bindings, error::from_err_ptr, prelude::*};
 
 /// Length of an IPv6 header without extension headers.
@@ -58,15 +58,10 @@ impl Route {
         (!dev.is_null()).then(|| unsafe { NetDevice::from_raw(dev) })
     }
 
-    /// Sends `len` bytes that `fill` writes: a whole IPv6 packet. The stack sets the payload
-    /// length; everything else (the UDP checksum too) is the caller's.
-    pub fn send(
-        self,
-        net: &Namespace,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]) -> Result,
-    ) -> Result {
-        let skb = packet_skb(self.dev().ok_or(ENETUNREACH)?, len, fill)?;
+    /// Sends `skb`, a whole IPv6 packet (see [`SkBuff::new_packet`]). The stack sets the
+    /// payload length; everything else (the UDP checksum too) is the caller's.
+    pub fn send(self, net: &Namespace, skb: SkBuff) -> Result {
+        let skb = skb.into_raw();
         let dst = self.dst;
         core::mem::forget(self);
         // SAFETY: `skb` is ours and complete; the route's reference moves into it; the stack

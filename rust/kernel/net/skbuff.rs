@@ -31,6 +31,61 @@ impl SkBuff {
         self.0.as_ptr()
     }
 
+    /// Gives up ownership, for a call that takes the skb.
+    pub(crate) fn into_raw(self) -> *mut bindings::sk_buff {
+        let skb = self.as_raw();
+        core::mem::forget(self);
+        skb
+    }
+
+    /// A fresh skb holding the `len` bytes `fill` writes (a whole IP packet, its network
+    /// header at the start), with headroom for `dev`'s link-layer header.
+    pub fn new_packet(
+        dev: &NetDevice,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result<Self> {
+        // LL_RESERVED_SPACE(): room for the link-layer header, aligned as the stack expects.
+        // SAFETY: `dev` is valid for the call.
+        let headroom = unsafe {
+            let d = dev.as_raw();
+            let hh = usize::from((*d).hard_header_len) + usize::from((*d).needed_headroom);
+            (hh & !(bindings::HH_DATA_MOD as usize - 1)) + bindings::HH_DATA_MOD as usize
+        };
+        let total = u32::try_from(headroom + len).map_err(|_| EMSGSIZE)?;
+        // SAFETY: Plain allocation; NULL on failure.
+        let skb = unsafe {
+            bindings::__alloc_skb(total, bindings::GFP_KERNEL, 0, bindings::NUMA_NO_NODE)
+        };
+        // INVARIANT: A fresh skb is ours alone; on an early return `drop` frees it.
+        let this = Self(NonNull::new(skb).ok_or(ENOMEM)?);
+        // SAFETY: We own the skb, which has `total` bytes of room.
+        let data = unsafe {
+            bindings::skb_reserve(skb, headroom as c_int);
+            // CAST: `len` fit in `total` above.
+            let data = bindings::skb_put(skb, len as c_uint).cast::<u8>();
+            core::ptr::write_bytes(data, 0, len);
+            bindings::skb_reset_network_header(skb);
+            data
+        };
+        // SAFETY: `skb_put` returned `len` bytes of the linear area, which we own.
+        fill(unsafe { core::slice::from_raw_parts_mut(data, len) })?;
+        Ok(this)
+    }
+
+    /// Moves `data` on by `len` bytes of the linear area (past a header, say).
+    pub fn pull(&mut self, len: usize) -> Result {
+        let skb = self.as_raw();
+        // SAFETY: By the type invariant we own the skb.
+        if len > unsafe { bindings::skb_headlen(skb) } as usize {
+            return Err(EINVAL);
+        }
+        // CAST: Checked against the linear length, a `u32`.
+        // SAFETY: As above; `len` bytes of the linear area are there to pull.
+        unsafe { bindings::skb_pull(skb, len as c_uint) };
+        Ok(())
+    }
+
     /// Total length of the data, from `data` on, including paged fragments.
     pub fn len(&self) -> u32 {
         // SAFETY: By the type invariant the skb is valid.

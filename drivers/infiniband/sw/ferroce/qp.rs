@@ -5,7 +5,7 @@
 
 use crate::{
     ah::Av,
-    counters::Counters,
+    counters::{Counter, Counters},
     cq::FerroceCq,
     device::Ferroce,
     kqp::KernelQueues,
@@ -242,8 +242,11 @@ impl QpShared {
                                 if !matches!(state, QpState::Rts | QpState::Sqd) {
                                     return Err(QpDrop::BadState);
                                 }
-                                rc_comp::on_response(qp, this, &mut inner, pkt)
-                                    .inspect(|()| counters.inc(crate::counters::Counter::RcvdPkts))
+                                rc_comp::on_response(qp, this, &mut inner, pkt).inspect(|()| {
+                                    counters.inc(Counter::RcvdPkts);
+                                    // Read responses carry data, counted as sent by the peer.
+                                    counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+                                })
                             }
                             _ => {
                                 if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {

@@ -7,7 +7,7 @@
 
 use crate::{
     counters::{Counter, Counters},
-    device::Ferroce,
+    device::{Ferroce, FerroceDevice},
     proto::{
         icrc::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
         packet::{self, DropReason, Packet},
@@ -46,16 +46,7 @@ impl EncapRecv for Receiver {
             data.counters.inc(Counter::DropNoMem);
             return;
         }
-        // A bounded backlog: past it the data path is behind, and older packets would only
-        // reach QPs after their peers' timers fired.
-        if data.rx.skbs.len() >= RX_BACKLOG {
-            data.counters.inc(Counter::DropBacklog);
-            return;
-        }
-        // Everything else runs in process context, in batches: QP state sleeps-locks, and
-        // checking the ICRC there keeps softirq time short.
-        data.rx.skbs.push(skb);
-        let _ = data.wq.enqueue(data.rx.clone());
+        RxQueue::take(data, skb);
     }
 }
 
@@ -75,6 +66,21 @@ impl_has_work! {
 }
 
 impl RxQueue {
+    /// Queues a linear packet (`data` at its UDP header) for `dev`'s work queue: one from the
+    /// socket, or one a QP of the device sent to the device's own address.
+    pub(crate) fn take(dev: &FerroceDevice, skb: SkBuff) {
+        // A bounded backlog: past it the data path is behind, and older packets would only
+        // reach QPs after their peers' timers fired.
+        if dev.rx.skbs.len() >= RX_BACKLOG {
+            dev.counters.inc(Counter::DropBacklog);
+            return;
+        }
+        // Everything else runs in process context, in batches: QP state sleeps-locks, and
+        // checking the ICRC there keeps softirq time short.
+        dev.rx.skbs.push(skb);
+        let _ = dev.wq.enqueue(dev.rx.clone());
+    }
+
     pub(crate) fn new(qps: Arc<QpTable>, counters: Arc<Counters>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {

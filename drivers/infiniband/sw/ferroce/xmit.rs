@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Sending a QP's packets to one peer: the netdev, namespace and route are looked up once per
-//! batch, then each packet is built in place in its skb.
+//! batch, then each packet is built in place in its skb. A packet for the device's own address
+//! (both QPs on one device) goes straight to its receive queue, as the stack would not bring it
+//! back: it would arrive on the loopback device, which no ferroce device is on.
 
 use crate::{
     counters::Counter,
     device::Ferroce,
     proto::{bth::Bth, build::Path, packet::ExtHeaders},
+    recv::RxQueue,
 };
 use kernel::{
-    net::{ipv4, ipv6, namespace::Namespace},
+    net::{ipv4, ipv6, namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff},
     prelude::*,
     rdma::device::Device,
     sync::aref::ARef,
 };
 
-/// A route over either IP version.
+/// A route over either IP version, or none: to the device itself.
 enum Route {
     V4(ipv4::Route),
     V6(ipv6::Route),
+    Loopback,
 }
 
 /// Packets to one peer along one route.
 pub(crate) struct Xmit<'a> {
     dev: &'a Device<Ferroce>,
+    netdev: ARef<NetDevice>,
     net: ARef<Namespace>,
     route: Route,
     path: Path,
@@ -35,6 +40,7 @@ impl<'a> Xmit<'a> {
         let nd = dev.netdev(1).ok_or(ENODEV)?;
         let net = nd.net().ok_or(ENODEV)?;
         let route = match &path {
+            _ if path.is_loopback() => Route::Loopback,
             Path::V4(p) => Route::V4(ipv4::Route::output(&net, p.saddr, p.daddr, nd.ifindex())?),
             Path::V6(p) => Route::V6(ipv6::Route::output(
                 &net,
@@ -46,6 +52,7 @@ impl<'a> Xmit<'a> {
         };
         Ok(Self {
             dev,
+            netdev: nd,
             net,
             route,
             path,
@@ -58,10 +65,16 @@ impl<'a> Xmit<'a> {
             .path
             .packet_len(bth.opcode, payload.len())
             .ok_or(EINVAL)?;
-        let fill = |out: &mut [u8]| self.path.build(bth, ext, payload, out).map_err(|_| EINVAL);
+        let mut skb = SkBuff::new_packet(&self.netdev, len, |out| {
+            self.path.build(bth, ext, payload, out).map_err(|_| EINVAL)
+        })?;
         match &self.route {
-            Route::V4(r) => r.clone().send(&self.net, len, fill)?,
-            Route::V6(r) => r.clone().send(&self.net, len, fill)?,
+            Route::V4(r) => r.clone().send(&self.net, skb)?,
+            Route::V6(r) => r.clone().send(&self.net, skb)?,
+            Route::Loopback => {
+                skb.pull(self.path.ip_header_len())?;
+                RxQueue::take(self.dev.data(), skb);
+            }
         }
         let counters = &self.dev.data().counters;
         counters.inc(Counter::SentPkts);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # ferroce moving data between two namespaces over veth with unmodified rdma-core tools, at MTU
-# 1500 and 9000 over IPv4 and at MTU 1500 over IPv6: each tool checks what it receives, and the
-# counters must show the traffic.
+# 1500 and 9000 over IPv4, at MTU 1500 over IPv6, and between two QPs of one device (loopback):
+# each tool checks what it receives, and the counters must show the traffic.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 
@@ -29,7 +29,7 @@ done
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (2 + 4 + 5) + 5 + 4))
+ktap_set_plan $((2 * (2 + 4 + 5) + 5 + 2 + 4))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -40,6 +40,8 @@ ip -n "$A" addr add fd71::1/64 dev va nodad
 ip -n "$B" addr add fd71::2/64 dev vb nodad
 ip -n "$A" link set va up
 ip -n "$B" link set vb up
+# The loopback tests' out-of-band TCP stays in A. (RoCE needs no lo: ferroce loops back itself.)
+ip -n "$A" link set lo up
 ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
 ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
 
@@ -72,11 +74,11 @@ counter() {
 	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
 }
 
-# pair TOOL ARGS...: TOOL's server in A on fer0, its client in B on fer1; both must succeed.
-# GIDOPT is the tool's GID index option.
+# pair TOOL ARGS...: TOOL's server in A on fer0, its client in B on fer1 (or in CLI_NS on
+# CLI_DEV); both must succeed. GIDOPT is the tool's GID index option.
 GIDOPT=-g
 pair() {
-	local tool=$1 srv cli rc=0
+	local tool=$1 srv cli rc=0 cns=${CLI_NS:-$B} cdev=${CLI_DEV:-fer1}
 	shift
 	ip netns exec "$A" timeout 120 "$tool" -d fer0 $GIDOPT "$GA" "$@" >/tmp/ferroce_data_srv.log 2>&1 &
 	srv=$!
@@ -85,7 +87,8 @@ pair() {
 		ip netns exec "$A" ss -Hltn sport = :18515 | grep -q 18515 && break
 		sleep 0.1
 	done
-	ip netns exec "$B" timeout 120 "$tool" -d fer1 $GIDOPT "$GB" "$@" 10.71.0.1 >/tmp/ferroce_data_cli.log 2>&1
+	ip netns exec "$cns" timeout 120 "$tool" -d "$cdev" $GIDOPT "$GB" "$@" 10.71.0.1 \
+		>/tmp/ferroce_data_cli.log 2>&1
 	cli=$?
 	wait "$srv" || rc=$?
 	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ]; then
@@ -100,16 +103,16 @@ pair() {
 
 # rping_pair COUNT: rping (rdma_cm over QP1, then SEND/READ/WRITE on an RC QP) for COUNT
 # round trips, validating the data (-V) and showing it (-v): the client must show every one.
-# RPING_ADDR is the server's address (IPv4 unless set).
+# RPING_ADDR is the server's address (IPv4 unless set); the client runs in CLI_NS (or B).
 rping_pair() {
-	local n=$1 srv cli rc=0 shown i addr=${RPING_ADDR:-10.71.0.1}
+	local n=$1 srv cli rc=0 shown i addr=${RPING_ADDR:-10.71.0.1} cns=${CLI_NS:-$B}
 	ip netns exec "$A" timeout 300 rping -s -a "$addr" -C "$n" -V >/tmp/ferroce_rping_srv.log 2>&1 &
 	srv=$!
 	# rdma_cm has no port to watch: retry while the server is not listening yet.
 	for i in $(seq 10); do
 		sleep 1
 		# stderr apart: unbuffered, it could split a buffered "ping data" line.
-		ip netns exec "$B" timeout 300 rping -c -a "$addr" -C "$n" -v -V >/tmp/ferroce_rping_cli.log \
+		ip netns exec "$cns" timeout 300 rping -c -a "$addr" -C "$n" -v -V >/tmp/ferroce_rping_cli.log \
 			2>/tmp/ferroce_rping_cli.err
 		cli=$?
 		[ "$cli" -eq 0 ] && break
@@ -192,6 +195,21 @@ GIDOPT=-x ktap_test_result "IPv6: ib_write_bw 64 KiB x 100" ipv6 pair ib_write_b
 GIDOPT=-x ktap_test_result "IPv6: ib_read_bw 64 KiB x 100" ipv6 pair ib_read_bw -s 65536 -n 100 -F
 RPING_ADDR=fd71::1 ktap_test_result "IPv6: rping -C 100 -v -V (rdma_cm over IPv6)" \
 	ipv6 rping_pair 100
+
+# loopback TOOL ARGS...: both ends on fer0, in A. Nothing crosses the wire (fer1 receives
+# nothing), and fer0 received every byte it sent.
+loopback() {
+	local s0 r0 p0 s1 r1 p1
+	s0=$(counter fer0 sent_bytes) r0=$(counter fer0 rcvd_bytes) p0=$(counter fer1 rcvd_pkts)
+	CLI_NS=$A CLI_DEV=fer0 GB=$GA "$@" || return 1
+	s1=$(counter fer0 sent_bytes) r1=$(counter fer0 rcvd_bytes) p1=$(counter fer1 rcvd_pkts)
+	echo "# fer0 sent_bytes +$((s1 - s0)), rcvd_bytes +$((r1 - r0)); fer1 rcvd_pkts +$((p1 - p0))"
+	[ "$((s1 - s0))" -gt 0 ] && [ "$((s1 - s0))" -eq "$((r1 - r0))" ] && [ "$p1" -eq "$p0" ]
+}
+
+ktap_test_result "loopback (one device): ibv_rc_pingpong 64 KiB x 20 (checked)" \
+	loopback pair ibv_rc_pingpong -m 1024 -s 65536 -n 20 -r 16 -c
+ktap_test_result "loopback (one device): rping -C 100 -v -V" loopback rping_pair 100
 
 # dissected: tshark's InfiniBand dissector decodes a capture of SEND, WRITE and READ traffic (every
 # packet, each RC opcode the tools use) with no malformed packet or warning.

@@ -19,6 +19,22 @@ pub(crate) enum Path {
 }
 
 impl Path {
+    /// Whether the packet is for the sender's own address.
+    pub(crate) fn is_loopback(&self) -> bool {
+        match self {
+            Path::V4(p) => p.saddr == p.daddr,
+            Path::V6(p) => p.saddr == p.daddr,
+        }
+    }
+
+    /// The length of the IP header.
+    pub(crate) fn ip_header_len(&self) -> usize {
+        match self {
+            Path::V4(_) => IPV4_HDR_LEN,
+            Path::V6(_) => IPV6_HDR_LEN,
+        }
+    }
+
     /// The length of the IP packet of `opcode` carrying `payload_len` bytes.
     pub(crate) fn packet_len(&self, opcode: u8, payload_len: usize) -> Option<usize> {
         match self {
