@@ -25,16 +25,8 @@ pub fn crc32_raw(crc: u32, data: &[u8]) -> u32 {
 /// Builds a BTH from its main fields into `out`.
 pub fn bth_build(opcode: u8, dest_qpn: u32, psn: u32, ack_req: bool, out: &mut [u8; 12]) {
     Bth {
-        opcode,
-        solicited: false,
-        mig_req: false,
-        pad: 0,
-        pkey: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qpn,
         ack_req,
-        psn: Psn::new(psn),
+        ..Bth::new(opcode, dest_qpn, Psn::new(psn))
     }
     .write(out);
 }
@@ -104,16 +96,9 @@ fn sample_ext() -> ExtHeaders {
 pub fn build_packet(opcode: u8, psn: u32, payload: &[u8]) -> Option<Vec<u8>> {
     let pad = packet::pad_len(payload.len());
     let bth = Bth {
-        opcode,
-        solicited: false,
-        mig_req: false,
         pad,
-        pkey: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qpn: 0x11,
         ack_req: true,
-        psn: Psn::new(psn),
+        ..Bth::new(opcode, 0x11, Psn::new(psn))
     };
     let mut out = vec![0; 64];
     let n = packet::write_headers(&bth, &sample_ext(), &mut out).ok()?;

@@ -345,18 +345,7 @@ pub(crate) fn reread(qp: &Qp<Ferroce>, inner: &QpInner, idx: usize) {
 
 /// The BTH of this QP's packets to its peer, before the per-packet flags.
 pub(crate) fn bth(attr: &kernel::rdma::qp::QpAttr, opcode: Opcode, psn: Psn) -> Bth {
-    Bth {
-        opcode: opcode as u8,
-        solicited: false,
-        mig_req: false,
-        pad: 0,
-        pkey: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qpn: attr.dest_qp_num,
-        ack_req: false,
-        psn,
-    }
+    Bth::new(opcode as u8, attr.dest_qp_num, psn)
 }
 
 /// Asks for a READ's responses from the `from`th on.

@@ -190,21 +190,14 @@ fn gather(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>, out: &mut [u8]) -> Res
 }
 
 fn transmit(qp: &Qp<Ferroce>, w: &UdWork, payload: &[u8], qp_qkey: u32, psn: &mut u32) -> Result {
+    let opcode = if w.imm.is_some() {
+        UD_SEND_ONLY_WITH_IMM
+    } else {
+        UD_SEND_ONLY
+    };
     let bth = Bth {
-        opcode: if w.imm.is_some() {
-            UD_SEND_ONLY_WITH_IMM
-        } else {
-            UD_SEND_ONLY
-        },
         solicited: w.solicited,
-        mig_req: false,
-        pad: 0,
-        pkey: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qpn: w.remote_qpn,
-        ack_req: false,
-        psn: Psn::new(*psn),
+        ..Bth::new(opcode, w.remote_qpn, Psn::new(*psn))
     };
     *psn = Psn::new(*psn).add(1).get();
     // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).

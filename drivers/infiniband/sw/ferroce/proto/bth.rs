@@ -43,6 +43,23 @@ pub(crate) enum BthError {
 pub(crate) const QPN_MASK: u32 = 0x00ff_ffff;
 
 impl Bth {
+    /// A BTH to `dest_qpn` with `psn`, no flags, no pad and the default P_Key; callers set what
+    /// differs with struct update syntax.
+    pub(crate) const fn new(opcode: u8, dest_qpn: u32, psn: Psn) -> Self {
+        Self {
+            opcode,
+            solicited: false,
+            mig_req: false,
+            pad: 0,
+            pkey: 0xffff,
+            fecn: false,
+            becn: false,
+            dest_qpn,
+            ack_req: false,
+            psn,
+        }
+    }
+
     /// Parses the BTH at the start of `buf`. Only structure is checked here; whether the opcode,
     /// QPN and PSN make sense is up to the receiver.
     pub(crate) fn parse(buf: &[u8]) -> Result<Self, BthError> {

@@ -276,18 +276,7 @@ mod tests {
             ttl: 64,
             sport: udp_sport(flow_label(17, 0x123)),
         };
-        let bth = Bth {
-            opcode: 0x64,
-            solicited: false,
-            mig_req: false,
-            pad: 0,
-            pkey: 0xffff,
-            fecn: false,
-            becn: false,
-            dest_qpn: 0x123,
-            ack_req: false,
-            psn: Psn::new(5),
-        };
+        let bth = Bth::new(0x64, 0x123, Psn::new(5));
         let ext = ExtHeaders {
             deth: Some(Deth {
                 qkey: 0x1111_1111,
@@ -326,16 +315,8 @@ mod tests {
             sport: 0xc123,
         });
         let bth = Bth {
-            opcode: 0x0a,
-            solicited: false,
-            mig_req: false,
-            pad: 0,
-            pkey: 0xffff,
-            fecn: false,
-            becn: false,
-            dest_qpn: 0x77,
             ack_req: true,
-            psn: Psn::new(0x100),
+            ..Bth::new(0x0a, 0x77, Psn::new(0x100))
         };
         let ext = ExtHeaders {
             reth: Some(crate::proto::packet::Reth {

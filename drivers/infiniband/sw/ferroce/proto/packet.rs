@@ -459,16 +459,9 @@ mod tests {
 
     fn sample_bth(opcode: u8, pad: u8) -> Bth {
         Bth {
-            opcode,
-            solicited: false,
-            mig_req: false,
             pad,
-            pkey: 0xffff,
-            fecn: false,
-            becn: false,
-            dest_qpn: 0x11,
             ack_req: true,
-            psn: Psn::new(7),
+            ..Bth::new(opcode, 0x11, Psn::new(7))
         }
     }
 
