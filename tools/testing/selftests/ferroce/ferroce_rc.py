@@ -48,6 +48,7 @@ REMOTE = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REM
 RING_PRODUCER, RING_HEADER = 128, 384
 WQE_OPCODE, WQE_FLAGS, WQE_REMOTE_ADDR, WQE_RKEY = 12, 16, 24, 32
 WQE_LENGTH, WQE_NUM_SGE, WQE_SGES = 184, 196, 208
+RECV_NUM_SGE, RECV_SGES = 28, 40
 IBV_WR_RDMA_READ_OPCODE = 4
 
 
@@ -105,6 +106,33 @@ def poll(cq, want, seconds=10):
         if not n:
             time.sleep(0.01)
     return wcs
+
+
+def mapped_rings():
+    """Base, mask and slot size of every ring this process maps."""
+    rings = {}
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "uverbs" in line and "rw-s" in line:
+                base = int(line.split("-")[0], 16)
+                log2, mask = struct.unpack("II", ctypes.string_at(base, 8))
+                rings[base] = (mask, 1 << log2)
+    return rings
+
+
+def scribble(ring, wr_id, fields, sges, sge_at):
+    """Writes a WQE (FIELDS {offset: (fmt, value)}, SGES at SGE_AT) at the ring's producer,
+    then moves the producer on, as the provider would."""
+    base, mask, size = ring
+    prod = ctypes.c_uint32.from_address(base + RING_PRODUCER)
+    slot = base + RING_HEADER + (prod.value & mask) * size
+    ctypes.memset(slot, 0, size)
+    ctypes.memmove(slot, struct.pack("Q", wr_id), 8)
+    for off, (fmt, value) in fields.items():
+        ctypes.memmove(slot + off, struct.pack(fmt, value), struct.calcsize(fmt))
+    for i, (addr, length, lkey) in enumerate(sges):
+        ctypes.memmove(slot + sge_at + 16 * i, struct.pack("QII", addr, length, lkey), 16)
+    prod.value = (prod.value + 1) & mask
 
 
 class Endpoint:
@@ -225,6 +253,36 @@ class InjectedRequests(unittest.TestCase):
         wcs = poll(ep.cq, 1)
         self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_SUCCESS)])
 
+    def scribbled_receive(self, status, fields, sges=()):
+        """A receive WQE written straight into a fresh QP's receive ring fails alone."""
+        ep = self.ep
+        ep.qp.close()
+        before = mapped_rings()
+        ep.qp = ep.new_qp()
+        new = {b: r for b, r in mapped_rings().items() if b not in before}
+        rq = [(b, m, z) for b, (m, z) in new.items() if z < 256]
+        self.assertEqual(len(new), 2, "the QP mapped its two rings")
+        self.assertEqual(len(rq), 1, "one of them is the receive ring")
+        ep.qp.to_init(QPAttr(port_num=1))
+        connect(ep.qp, PEER_ADDR, ep.gid_index, FAKE_PEER_QPN)
+        scribble(rq[0], 0xBAD, fields, sges, RECV_SGES)
+        rises = ("resp_cqe_error",)
+        if status == e.IBV_WC_LOC_LEN_ERR:
+            rises += ("resp_local_length_error",)
+        self.inject("rc_send", rises, payload=32)
+        wcs = poll(ep.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(0xBAD, status)])
+        attr, _ = ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
+
+    def test_scribbled_receive_with_more_sges_than_its_slot(self):
+        self.scribbled_receive(e.IBV_WC_LOC_LEN_ERR, {RECV_NUM_SGE: ("I", 0xFFFF)})
+
+    def test_scribbled_receive_with_a_forged_lkey(self):
+        mr = self.ep.rbuf
+        self.scribbled_receive(e.IBV_WC_LOC_PROT_ERR, {RECV_NUM_SGE: ("I", 1)},
+                               [(mr.buf, RECV_LEN, mr.lkey ^ 0x80)])
+
     def test_send_longer_than_its_receive_fails_that_receive(self):
         self.inject("rc_send", ("resp_cqe_error", "resp_local_length_error"),
                     payload=RECV_LEN + 8)
@@ -250,34 +308,14 @@ class ScribbledSendRing(unittest.TestCase):
         self.ep.close()
 
     def send_ring(self):
-        """Base, mask and slot size of this process's send ring (the one with 256+ B slots)."""
-        rings = []
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                if "uverbs" in line and "rw-s" in line:
-                    base = int(line.split("-")[0], 16)
-                    log2, mask = struct.unpack("II", ctypes.string_at(base, 8))
-                    if log2 >= 8:
-                        rings.append((base, mask, 1 << log2))
+        """This process's send ring (the only ring with slots of 256 bytes or more)."""
+        rings = [(b, m, z) for b, (m, z) in mapped_rings().items() if z >= 256]
         self.assertEqual(len(rings), 1, "one send ring mapped")
         return rings[0]
 
-    def scribble(self, fields, sges=()):
-        """Writes a WQE (wr_id 0xbad) made of FIELDS {offset: (fmt, value)} at the producer."""
-        base, mask, size = self.send_ring()
-        prod = ctypes.c_uint32.from_address(base + RING_PRODUCER)
-        slot = base + RING_HEADER + (prod.value & mask) * size
-        ctypes.memset(slot, 0, size)
-        ctypes.memmove(slot, struct.pack("Q", 0xBAD), 8)
-        for off, (fmt, value) in fields.items():
-            ctypes.memmove(slot + off, struct.pack(fmt, value), struct.calcsize(fmt))
-        for i, (addr, length, lkey) in enumerate(sges):
-            ctypes.memmove(slot + WQE_SGES + 16 * i, struct.pack("QII", addr, length, lkey), 16)
-        prod.value = (prod.value + 1) & mask
-
     def fails_alone(self, status, fields, sges=()):
         sent_before = counters(DEV)["sent_pkts"]
-        self.scribble(fields, sges)
+        scribble(self.send_ring(), 0xBAD, fields, sges, WQE_SGES)
         # A good WR behind it rings the doorbell.
         mr = self.ep.mr
         self.ep.qp.post_send(SendWR(wr_id=7, opcode=e.IBV_WR_SEND, num_sge=1,
