@@ -8,4 +8,7 @@
 #[path = "../../../drivers/infiniband/sw/ferroce/proto/mod.rs"]
 mod proto;
 
+// The CRC-32 `proto` builds on; the module uses the kernel's.
+use proto::icrc::table_crc32 as crc32_le;
+
 pub mod api;

@@ -5,6 +5,8 @@
 //! It is a drop-in for the C rxe driver: same module name, link type, driver id and user ABI.
 
 use kernel::{
+    // The CRC-32 `proto` builds on.
+    crc::crc32_le,
     net::{namespace::PernetRegistration, notifier::NetdevNotifier},
     prelude::*,
     rdma::{device::DriverDevices, link::LinkRegistration},
