@@ -12,7 +12,7 @@ use crate::{
     proto::{
         bth::Bth,
         opcode::{Opcode, Position},
-        packet::{ExtHeaders, Reth},
+        packet::{BuildError, ExtHeaders, Reth},
         psn::Psn,
         wqe::{
             SendWqe, WcOpcode, WcStatus, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
@@ -293,7 +293,6 @@ fn send_window(
     xmit: &Xmit<'_>,
     end: Psn,
 ) {
-    let mut buf = KVec::new();
     let req = &mut inner.req;
     while req.nxt.before(end) && req.nxt.diff(req.una) < WINDOW {
         let nxt = req.nxt;
@@ -312,8 +311,7 @@ fn send_window(
             let i = i.min(sent.read_pkts);
             send_read_request(xmit, &inner.attr, sent, i).map(|()| sent.end_psn())
         } else {
-            send_packet(qp, shared, &inner.attr, xmit, sent, i, &mut buf)
-                .map(|()| sent.first_psn.add(i + 1))
+            send_packet(qp, shared, &inner.attr, xmit, sent, i).map(|()| sent.first_psn.add(i + 1))
         };
         match res {
             Ok(next) => {
@@ -370,7 +368,8 @@ fn send_read_request(
     xmit.send(&bth, &ext, &[])
 }
 
-/// Sends packet `i` of a SEND or WRITE.
+/// Sends packet `i` of a SEND or WRITE, its payload copied from the WQE or its SGEs straight
+/// into the packet.
 fn send_packet(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
@@ -378,30 +377,26 @@ fn send_packet(
     xmit: &Xmit<'_>,
     sent: &Sent,
     i: u32,
-    buf: &mut KVec<u8>,
 ) -> Result {
     let w = sent.wqe();
     let flags = w.send_flags();
-    let off = i * sent.mtu;
-    let n = (sent.len - off).min(sent.mtu) as usize;
-    buf.clear();
-    buf.resize(n, 0u8, GFP_KERNEL)?;
-    if flags & SEND_INLINE != 0 {
-        let data = w.inline_data(sent.len as usize).ok_or(EINVAL)?;
-        buf.copy_from_slice(&data[off as usize..off as usize + n]);
-    } else {
-        let mrs = &qp.device().data().mrs;
-        let num = w.num_sge() as usize;
-        // The SGEs were checked for length; only a region deregistered since can fail.
-        sge::gather_at(
-            mrs,
-            shared.pd,
-            (0..num).map(|j| w.sge(j)),
-            off as usize,
-            buf,
-        )
-        .map_err(|_| EFAULT)?;
-    }
+    let off = (i * sent.mtu) as usize;
+    let n = (sent.len as usize - off).min(sent.mtu as usize);
+    let fill = |dst: &mut [u8]| {
+        if flags & SEND_INLINE != 0 {
+            let data = w
+                .inline_data(sent.len as usize)
+                .ok_or(BuildError::Payload)?;
+            dst.copy_from_slice(data.get(off..off + n).ok_or(BuildError::Payload)?);
+        } else {
+            let mrs = &qp.device().data().mrs;
+            let num = w.num_sge() as usize;
+            // The SGEs were checked for length; only a region deregistered since can fail.
+            sge::gather_at(mrs, shared.pd, (0..num).map(|j| w.sge(j)), off, dst)
+                .map_err(|_| BuildError::Payload)?;
+        }
+        Ok(())
+    };
     let pos = match (i == 0, i + 1 == sent.npkts) {
         (true, true) => Position::Only,
         (true, false) => Position::First,
@@ -425,7 +420,7 @@ fn send_packet(
         imm: if last { sent.imm } else { None },
         ..ExtHeaders::default()
     };
-    xmit.send(&bth, &ext, buf)
+    xmit.send_with(&bth, &ext, n, fill)
 }
 
 fn opcode(kind: Kind, pos: Position, imm: bool) -> Opcode {

@@ -14,7 +14,7 @@ use crate::{
     mr::MrRef,
     proto::{
         opcode::{OpKind, Opcode},
-        packet::{Aeth, ExtHeaders, Packet},
+        packet::{Aeth, BuildError, ExtHeaders, Packet},
         psn::Psn,
         wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
     },
@@ -421,18 +421,17 @@ fn read(
     if is_new {
         inner.resp.msn = msn;
     }
-    let mut buf = KVec::new();
     for i in 0..npkts {
         let off = i * mtu;
         let n = (reth.dma_len - off).min(mtu) as usize;
-        buf.clear();
-        buf.resize(n, 0u8, GFP_KERNEL)
-            .map_err(|_| Refusal::NotReady)?;
-        if let Some((mr, at)) = &src {
-            mr.mem
-                .read(at + off as usize, &mut buf)
-                .map_err(|_| Refusal::Access)?;
-        }
+        // Copied from the region straight into the packet.
+        let fill = |dst: &mut [u8]| match &src {
+            Some((mr, at)) => mr
+                .mem
+                .read(at + off as usize, dst)
+                .map_err(|_| BuildError::Payload),
+            None => Ok(()),
+        };
         let pos = match (i == 0, i + 1 == npkts) {
             (true, true) => Opcode::RcReadResponseOnly,
             (true, false) => Opcode::RcReadResponseFirst,
@@ -447,8 +446,11 @@ fn read(
             }),
             ..ExtHeaders::default()
         };
-        // A lost response is asked for again.
-        let _ = xmit.send(&bth, &ext, &buf);
+        match xmit.send_with(&bth, &ext, n, fill) {
+            Err(e) if e == EFAULT => return Err(Refusal::Access),
+            // A lost response is asked for again.
+            _ => {}
+        }
     }
     Ok(npkts)
 }

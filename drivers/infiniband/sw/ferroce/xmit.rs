@@ -8,7 +8,11 @@
 use crate::{
     counters::Counter,
     device::Ferroce,
-    proto::{bth::Bth, build::Path, packet::ExtHeaders},
+    proto::{
+        bth::Bth,
+        build::Path,
+        packet::{BuildError, ExtHeaders},
+    },
     recv::RxQueue,
 };
 use kernel::{
@@ -61,12 +65,32 @@ impl<'a> Xmit<'a> {
 
     /// Sends one packet.
     pub(crate) fn send(&self, bth: &Bth, ext: &ExtHeaders, payload: &[u8]) -> Result {
+        self.send_with(bth, ext, payload.len(), |dst| {
+            dst.copy_from_slice(payload);
+            Ok(())
+        })
+    }
+
+    /// Sends one packet whose `payload_len` bytes `fill` writes straight into the skb;
+    /// `EFAULT` if it cannot.
+    pub(crate) fn send_with(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
+    ) -> Result {
         let len = self
             .path
-            .packet_len(bth.opcode, payload.len())
+            .packet_len(bth.opcode, payload_len)
             .ok_or(EINVAL)?;
         let mut skb = SkBuff::new_packet(&self.netdev, len, |out| {
-            self.path.build(bth, ext, payload, out).map_err(|_| EINVAL)
+            self.path
+                .build_with(bth, ext, payload_len, out, fill)
+                .map_err(|e| match e {
+                    BuildError::Payload => EFAULT,
+                    _ => EINVAL,
+                })
         })?;
         match &self.route {
             Route::V4(r) => r.clone().send(&self.net, skb)?,
@@ -78,7 +102,7 @@ impl<'a> Xmit<'a> {
         }
         let counters = &self.dev.data().counters;
         counters.inc(Counter::SentPkts);
-        counters.add(Counter::SentBytes, payload.len() as u64);
+        counters.add(Counter::SentBytes, payload_len as u64);
         Ok(())
     }
 }

@@ -51,9 +51,25 @@ impl Path {
         payload: &[u8],
         out: &mut [u8],
     ) -> Result<(), BuildError> {
+        self.build_with(bth, ext, payload.len(), out, |dst| {
+            dst.copy_from_slice(payload);
+            Ok(())
+        })
+    }
+
+    /// Like [`Path::build`], but `fill` writes the `payload_len` payload bytes in place, so a
+    /// payload gathered from memory regions is copied once, straight into the packet.
+    pub(crate) fn build_with(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        out: &mut [u8],
+        fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
+    ) -> Result<(), BuildError> {
         match self {
-            Path::V4(p) => build_ipv4(p, bth, ext, payload, out),
-            Path::V6(p) => build_ipv6(p, bth, ext, payload, out),
+            Path::V4(p) => build_ipv4(p, bth, ext, payload_len, out, fill),
+            Path::V6(p) => build_ipv6(p, bth, ext, payload_len, out, fill),
         }
     }
 }
@@ -101,14 +117,15 @@ pub(crate) fn ipv6_packet_len(opcode: u8, payload_len: usize) -> Option<usize> {
     udp_len(opcode, payload_len)?.checked_add(IPV6_HDR_LEN)
 }
 
-/// Writes the UDP header (checksum 0), the BTH and extension headers, the payload and pad into
-/// `udp_packet`; the ICRC (its last 4 bytes) is the caller's.
+/// Writes the UDP header (checksum 0), the BTH and extension headers, the payload (by `fill`)
+/// and pad into `udp_packet`; the ICRC (its last 4 bytes) is the caller's.
 fn write_udp(
     sport: u16,
     bth: &Bth,
     ext: &ExtHeaders,
-    payload: &[u8],
+    payload_len: usize,
     udp_packet: &mut [u8],
+    fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
 ) -> Result<(), BuildError> {
     let udp_len = u16::try_from(udp_packet.len()).map_err(|_| BuildError::NoRoom)?;
     let (udp, body) = udp_packet
@@ -117,12 +134,17 @@ fn write_udp(
     udp[0..2].copy_from_slice(&sport.to_be_bytes());
     udp[2..4].copy_from_slice(&ROCE_V2_UDP_PORT.to_be_bytes());
     udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    udp[6..8].fill(0);
     let mut bth = *bth;
-    bth.pad = pad_len(payload.len());
+    bth.pad = pad_len(payload_len);
     let hdr_len = write_headers(&bth, ext, body)?;
-    body.get_mut(hdr_len..hdr_len + payload.len())
-        .ok_or(BuildError::NoRoom)?
-        .copy_from_slice(payload);
+    let (payload, pad_and_icrc) = body
+        .get_mut(hdr_len..)
+        .and_then(|b| b.split_at_mut_checked(payload_len))
+        .ok_or(BuildError::NoRoom)?;
+    fill(payload)?;
+    // The buffer may be reused: pad bytes go out as zeros.
+    pad_and_icrc.fill(0);
     Ok(())
 }
 
@@ -131,10 +153,11 @@ pub(crate) fn build_ipv6(
     path: &Ipv6Path,
     bth: &Bth,
     ext: &ExtHeaders,
-    payload: &[u8],
+    payload_len: usize,
     out: &mut [u8],
+    fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
 ) -> Result<(), BuildError> {
-    let len = ipv6_packet_len(bth.opcode, payload.len()).ok_or(BuildError::UnknownOpcode)?;
+    let len = ipv6_packet_len(bth.opcode, payload_len).ok_or(BuildError::UnknownOpcode)?;
     if out.len() != len {
         return Err(BuildError::NoRoom);
     }
@@ -149,7 +172,7 @@ pub(crate) fn build_ipv6(
     ip[7] = path.hop_limit;
     ip[8..24].copy_from_slice(&path.saddr);
     ip[24..40].copy_from_slice(&path.daddr);
-    write_udp(path.sport, bth, ext, payload, rest)?;
+    write_udp(path.sport, bth, ext, payload_len, rest, fill)?;
     let (udp, body) = rest.split_at_mut(UDP_HDR_LEN);
     let (body, icrc) = body.split_at_mut(body.len() - ICRC_LEN);
     let ip: &[u8; IPV6_HDR_LEN] = (&*ip).try_into().map_err(|_| BuildError::NoRoom)?;
@@ -204,10 +227,11 @@ pub(crate) fn build_ipv4(
     path: &Ipv4Path,
     bth: &Bth,
     ext: &ExtHeaders,
-    payload: &[u8],
+    payload_len: usize,
     out: &mut [u8],
+    fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
 ) -> Result<(), BuildError> {
-    let len = ipv4_packet_len(bth.opcode, payload.len()).ok_or(BuildError::UnknownOpcode)?;
+    let len = ipv4_packet_len(bth.opcode, payload_len).ok_or(BuildError::UnknownOpcode)?;
     if out.len() != len {
         return Err(BuildError::NoRoom);
     }
@@ -235,7 +259,7 @@ pub(crate) fn build_ipv4(
         path.daddr[2],
         path.daddr[3],
     ]);
-    write_udp(path.sport, bth, ext, payload, rest)?;
+    write_udp(path.sport, bth, ext, payload_len, rest, fill)?;
     let (udp, body) = rest.split_at_mut(UDP_HDR_LEN);
     let (hdrs_and_payload, icrc) = body.split_at_mut(body.len() - ICRC_LEN);
     let ip: &[u8; IPV4_HDR_LEN] = (&*ip).try_into().map_err(|_| BuildError::NoRoom)?;
@@ -269,13 +293,13 @@ mod tests {
 
     #[test]
     fn ud_send_round_trips_through_the_parser() {
-        let path = Ipv4Path {
+        let path = Path::V4(Ipv4Path {
             saddr: [10, 0, 0, 1],
             daddr: [10, 0, 0, 2],
             tos: 0x02,
             ttl: 64,
             sport: udp_sport(flow_label(17, 0x123)),
-        };
+        });
         let bth = Bth::new(0x64, 0x123, Psn::new(5));
         let ext = ExtHeaders {
             deth: Some(Deth {
@@ -287,8 +311,10 @@ mod tests {
         let payload = [7u8; 13];
         let len = ipv4_packet_len(0x64, payload.len()).unwrap();
         assert_eq!(len, 20 + 8 + 12 + 8 + 13 + 3 + 4);
-        let mut out = [0u8; 68];
-        build_ipv4(&path, &bth, &ext, &payload, &mut out[..len]).unwrap();
+        // A reused buffer: the pad must still go out as zeros.
+        let mut out = [0xeeu8; 68];
+        path.build(&bth, &ext, &payload, &mut out[..len]).unwrap();
+        assert_eq!(out[len - 7..len - 4], [0, 0, 0]);
         let ip: &[u8; 20] = out[..20].try_into().unwrap();
         let udp: &[u8; 8] = out[20..28].try_into().unwrap();
         assert_eq!(u16::from_be_bytes([udp[2], udp[3]]), 4791);
@@ -299,9 +325,41 @@ mod tests {
         assert_eq!(p.ext.deth.unwrap().src_qpn, 17);
         assert_eq!(p.payload, &payload);
         assert!(matches!(
-            build_ipv4(&path, &bth, &ext, &payload, &mut out[..len - 1]),
+            path.build(&bth, &ext, &payload, &mut out[..len - 1]),
             Err(BuildError::NoRoom)
         ));
+    }
+
+    #[test]
+    fn payload_filled_in_place_is_the_same_packet() {
+        let path = Path::V4(Ipv4Path {
+            saddr: [10, 0, 0, 1],
+            daddr: [10, 0, 0, 2],
+            tos: 0,
+            ttl: 64,
+            sport: 0xc000,
+        });
+        let bth = Bth::new(0x04, 0x42, Psn::new(9));
+        let ext = ExtHeaders::default();
+        let payload: [u8; 10] = core::array::from_fn(|i| i as u8 + 1);
+        let len = path.packet_len(0x04, payload.len()).unwrap();
+        let mut copied = [0u8; 64];
+        path.build(&bth, &ext, &payload, &mut copied[..len])
+            .unwrap();
+        let mut filled = [0x55u8; 64];
+        let mut asked = 0;
+        path.build_with(&bth, &ext, payload.len(), &mut filled[..len], |dst| {
+            asked = dst.len();
+            dst.copy_from_slice(&payload);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(asked, payload.len());
+        assert_eq!(filled[..len], copied[..len]);
+        let failed = path.build_with(&bth, &ext, payload.len(), &mut filled[..len], |_| {
+            Err(BuildError::Payload)
+        });
+        assert!(matches!(failed, Err(BuildError::Payload)));
     }
 
     #[test]

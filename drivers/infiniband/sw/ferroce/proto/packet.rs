@@ -277,6 +277,8 @@ pub(crate) enum BuildError {
     MissingHeader(ExtHdr),
     /// The output buffer is shorter than the headers.
     NoRoom,
+    /// The payload could not be read from where it lives.
+    Payload,
 }
 
 /// Puts fixed-size fields at the front of a slice.
