@@ -6,19 +6,11 @@
 # each tool checks what it receives, and the counters must show the traffic.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 
 A=ferroce_data_a
 B=ferroce_data_b
-cleanup() {
-	ip netns pids "$A" 2>/dev/null | xargs -r kill 2>/dev/null
-	ip netns pids "$B" 2>/dev/null | xargs -r kill 2>/dev/null
-	rdma link del fer0 2>/dev/null
-	rdma link del fer1 2>/dev/null
-	ip netns del "$A" 2>/dev/null
-	ip netns del "$B" 2>/dev/null
-	modprobe -r rdma_rxe 2>/dev/null
-}
-trap cleanup EXIT
+trap ns_cleanup EXIT
 
 ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
@@ -45,34 +37,13 @@ ip -n "$A" link set lo up
 ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
 ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
 
-# gid_index DEV: the index of the device's IPv4 RoCE v2 GID.
-gid_index() {
-	local f
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		case "$(cat "$f")" in 0000:0000:0000:0000:0000:ffff:*) basename "$f"; return ;; esac
-	done
-	return 1
-}
-# gid6_index DEV: the index of the device's fd71:: RoCE v2 GID.
-gid6_index() {
-	local f
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		case "$(cat "$f")" in fd71:*) basename "$f"; return ;; esac
-	done
-	return 1
-}
 for _ in $(seq 50); do
-	GA=$(gid_index fer0) && GB=$(gid_index fer1) && GA6=$(gid6_index fer0) &&
-		GB6=$(gid6_index fer1) && break
+	GA=$(gid_index fer0) && GB=$(gid_index fer1) && GA6=$(gid_index fer0 fd71:) &&
+		GB6=$(gid_index fer1 fd71:) && break
 	sleep 0.1
 done
 [ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
 [ -n "$GA6" ] && [ -n "$GB6" ] || ktap_exit_fail_msg "no IPv6 GIDs"
-
-# counter DEV NAME
-counter() {
-	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
-}
 
 # pair TOOL ARGS...: TOOL's server in A on fer0, its client in B on fer1 (or in CLI_NS on
 # CLI_DEV); both must succeed. GIDOPT is the tool's GID index option.
@@ -83,10 +54,7 @@ pair() {
 	ip netns exec "$A" timeout 120 "$tool" -d fer0 $GIDOPT "$GA" "$@" >/tmp/ferroce_data_srv.log 2>&1 &
 	srv=$!
 	# The client connects once: wait for the server's out-of-band TCP port.
-	for _ in $(seq 100); do
-		ip netns exec "$A" ss -Hltn sport = :18515 | grep -q 18515 && break
-		sleep 0.1
-	done
+	wait_port "$A" 18515
 	ip netns exec "$cns" timeout 120 "$tool" -d "$cdev" $GIDOPT "$GB" "$@" 10.71.0.1 \
 		>/tmp/ferroce_data_cli.log 2>&1
 	cli=$?

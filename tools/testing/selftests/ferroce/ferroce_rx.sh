@@ -7,18 +7,12 @@
 # hostile requests and rings against live RC QPs.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 INJECT="$(cd "$(dirname "$0")" && pwd)/roce_inject.py"
 
 A=ferroce_rx_a
 B=ferroce_rx_b
-cleanup() {
-	rdma link del fer0 2>/dev/null
-	rdma link del fer1 2>/dev/null
-	ip netns del "$A" 2>/dev/null
-	ip netns del "$B" 2>/dev/null
-	modprobe -r rdma_rxe 2>/dev/null
-}
-trap cleanup EXIT
+trap ns_cleanup EXIT
 
 ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
@@ -40,23 +34,21 @@ ip -n "$B" link set vb up
 # listening NS FAMILY: whether UDP 4791 is bound in NS (4 or 6).
 listening() { ip netns exec "$1" ss -Huln -"$2" sport = :4791 | grep -q 4791; }
 
-# counter NAME: the value `rdma statistic` shows for fer0 port 1.
-counter() {
-	rdma statistic show link fer0/1 | awk -v n="$1" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
-}
+# fer0_counter NAME: the value `rdma statistic` shows for fer0 port 1.
+fer0_counter() { counter fer0 "$1"; }
 
 # sends CASE COUNTER [N] [ARGS...]: injecting CASE N times (from B) raises COUNTER by exactly N
 # and no other drop counter.
 sends() {
 	local case=$1 name=$2 n=${3:-1} before after total_before total_after
 	shift 3 2>/dev/null || shift $#
-	before=$(counter "$name")
+	before=$(fer0_counter "$name")
 	total_before=$(drops)
 	ip netns exec "$B" python3 "$INJECT" --src 10.70.0.2 --dst 10.70.0.1 --count "$n" "$@" "$case" \
 		>/dev/null || return 1
 	# Reception is asynchronous to the sender; give softirq a moment.
 	for _ in $(seq 25); do
-		after=$(counter "$name")
+		after=$(fer0_counter "$name")
 		[ "$((after - before))" -ge "$n" ] && break
 		sleep 0.2
 	done
@@ -81,7 +73,7 @@ ktap_test_result "rdma link add opens UDP 4791 (IPv4 and IPv6) in the netdev's n
 counters_listed() {
 	local c
 	for c in rcvd_pkts sent_pkts rcvd_drop_bad_icrc rcvd_drop_truncated rcvd_drop_bad_qpn; do
-		[ -n "$(counter "$c")" ] || return 1
+		[ -n "$(fer0_counter "$c")" ] || return 1
 	done
 	[ -r /sys/class/infiniband/fer0/ports/1/hw_counters/rcvd_drop_bad_icrc ]
 }
@@ -105,11 +97,11 @@ ktap_test_result "pad beyond the payload, or payload on a READ request, is a bad
 	bad_lengths
 ipv6_received() {
 	local before after
-	before=$(counter rcvd_drop_bad_qpn)
+	before=$(fer0_counter rcvd_drop_bad_qpn)
 	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 good >/dev/null || return 1
 	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 bad_icrc >/dev/null || return 1
 	sleep 0.5
-	after=$(counter rcvd_drop_bad_qpn)
+	after=$(fer0_counter rcvd_drop_bad_qpn)
 	[ "$((after - before))" -eq 1 ]
 }
 ktap_test_result "IPv6 packets are received and their ICRC checked" ipv6_received
@@ -131,7 +123,7 @@ ud_sends_on_the_wire() {
 	/usr/bin/python3 "$UD" check "$out" 10.70.0.1 10.70.0.2 "$qpn" | sed 's/^/# /'
 	local rc=${PIPESTATUS[0]}
 	rm -f "$out"
-	[ "$rc" -eq 0 ] && [ "$(counter sent_pkts)" -ge 2 ]
+	[ "$rc" -eq 0 ] && [ "$(fer0_counter sent_pkts)" -ge 2 ]
 }
 ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the posted payload" \
 	ud_sends_on_the_wire
