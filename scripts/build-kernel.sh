@@ -64,6 +64,8 @@ start=$SECONDS
 "${kmake[@]}" bzImage modules >"$build/build.log" 2>&1 \
 	|| { grep -E -A8 '^error|Error [0-9]' "$build/build.log" | head -n 40 >&2; tail -n 5 "$build/build.log" >&2; die "kernel build failed (log: $build/build.log)"; }
 echo "kernel build: $((SECONDS - start)) s" >&2
+# The log is quiet otherwise: show warnings from what was just (re)built.
+grep -E -A8 '^warning' "$build/build.log" | head -n 60 >&2 || true
 [ -f "$build/drivers/infiniband/sw/ferroce/rdma_rxe.ko" ] || die "ferroce's rdma_rxe.ko was not built"
 
 step "build the C rxe as an external module"
