@@ -364,6 +364,19 @@ opcodes! {
     Cnp = 0x81: Cnp, Cnp, Only, [CnpReserved];
 }
 
+impl Opcode {
+    /// The UC opcode with the same operation and position as this RC SEND or WRITE opcode: the
+    /// UC transport's opcodes are the RC ones with bits 7:5 set to 001. `None` for what UC lacks
+    /// (READ, atomics, ACKs, SEND with invalidate).
+    pub(crate) const fn to_uc(self) -> Option<Opcode> {
+        let info = self.info();
+        match (info.transport, info.kind) {
+            (Transport::Rc, OpKind::Send | OpKind::Write) => Opcode::from_u8(self as u8 | 0x20),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,6 +492,36 @@ mod tests {
             Opcode::UdSendOnlyImm.info().exts,
             &[ExtHdr::Deth, ExtHdr::ImmDt]
         );
+    }
+
+    #[test]
+    fn uc_opcodes_mirror_rc_sends_and_writes() {
+        let mut mapped = 0;
+        for &op in Opcode::ALL {
+            let rc = op.info();
+            match op.to_uc() {
+                Some(uc) => {
+                    mapped += 1;
+                    let u = uc.info();
+                    assert_eq!(rc.transport, Transport::Rc, "{op:?}");
+                    assert_eq!(u.transport, Transport::Uc, "{op:?}");
+                    assert_eq!(
+                        (u.kind, u.position, u.exts),
+                        (rc.kind, rc.position, rc.exts)
+                    );
+                }
+                None => assert!(
+                    rc.transport != Transport::Rc
+                        || !matches!(rc.kind, OpKind::Send | OpKind::Write)
+                        || rc.has_inv(),
+                    "{op:?}"
+                ),
+            }
+        }
+        // SEND first..only-with-immediate and WRITE first..only-with-immediate.
+        assert_eq!(mapped, 12);
+        assert_eq!(Opcode::RcWriteOnlyImm.to_uc(), Some(Opcode::UcWriteOnlyImm));
+        assert_eq!(Opcode::RcReadRequest.to_uc(), None);
     }
 
     #[test]
