@@ -256,7 +256,17 @@ impl QpShared {
                             }
                         }
                     }
-                    _ => Err(QpDrop::BadState),
+                    QpType::Uc => {
+                        if pkt.info.transport != Transport::Uc
+                            || !matches!(
+                                inner.attr.state,
+                                QpState::Rtr | QpState::Rts | QpState::Sqd
+                            )
+                        {
+                            return Err(QpDrop::BadState);
+                        }
+                        rc_resp::on_uc_request(qp, this, &mut inner, pkt, counters)
+                    }
                 }
             })
             // Being destroyed.
@@ -265,6 +275,11 @@ impl QpShared {
 }
 
 impl QpShared {
+    /// Whether the QP is UC, whose WQEs the RC requester sends without waiting for ACKs.
+    pub(crate) fn is_uc(&self) -> bool {
+        self.qp_type == QpType::Uc
+    }
+
     /// Whether every send WR completes.
     pub(crate) fn sig_all(&self) -> bool {
         self.sig_all
@@ -542,7 +557,7 @@ impl FerroceQp {
         Ok(())
     }
 
-    /// User space posted sends. Until the transport lands they wait; in the error state they
+    /// User space posted sends. Before RTS they wait; in the error state they
     /// complete with a flush error at once.
     pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
         let this = &qp.data().shared;
@@ -550,8 +565,10 @@ impl FerroceQp {
         match (inner.attr.state, this.qp_type) {
             (QpState::Err, _) => this.flush(qp, &mut inner),
             (QpState::Rts | QpState::Sqd, QpType::Ud) => this.send_ud(qp, &mut inner),
-            (QpState::Rts | QpState::Sqd, QpType::Rc) => rc::push(qp, this, &mut inner),
-            // The UC transport is still to come: its WQEs wait.
+            (QpState::Rts | QpState::Sqd, QpType::Rc | QpType::Uc) => {
+                rc::push(qp, this, &mut inner)
+            }
+            // Before RTS they wait.
             _ => Ok(()),
         }
     }

@@ -3,6 +3,9 @@
 //! The RC requester: send WQEs become SEND, RDMA WRITE and RDMA READ packets, sent within a
 //! window of unacknowledged PSNs so that go-back-N after a loss resends a bounded amount.
 //!
+//! UC QPs use it too, without READ and without ACKs: a UC WQE is done once its last packet is
+//! out, and a loss costs the peer that message only.
+//!
 //! A WQE is copied out of the shared ring once, when it starts; every (re)transmission uses
 //! that copy, so user space cannot change a message under way. The completer (`rc_comp`)
 //! moves the window and retires WQEs.
@@ -29,7 +32,7 @@ use kernel::{
     time::{Instant, Monotonic},
 };
 
-/// `IB_UVERBS_WR_*` opcodes an RC QP takes.
+/// `IB_UVERBS_WR_*` opcodes an RC QP takes (UC: all but READ).
 const WR_RDMA_WRITE: u32 = 0;
 const WR_RDMA_WRITE_WITH_IMM: u32 = 1;
 const WR_SEND: u32 = 2;
@@ -178,7 +181,8 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
             Err((slot, status)) => {
                 inner.req.stopped = true;
                 // Its completion names its opcode, if it had one.
-                let kind = kind(&SendWqe::new(&slot)).map_or(Kind::Send, |(k, _)| k);
+                let kind =
+                    kind(&SendWqe::new(&slot), shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
                 Sent {
                     slot,
                     kind,
@@ -204,14 +208,15 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
     Ok(())
 }
 
-/// What an RC WQE asks for, and its immediate data; `None` for opcodes RC does not take.
-fn kind(w: &SendWqe<'_>) -> Option<(Kind, Option<u32>)> {
+/// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
+/// take.
+fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
     Some(match w.opcode() {
         WR_SEND => (Kind::Send, None),
         WR_SEND_WITH_IMM => (Kind::Send, Some(w.imm())),
         WR_RDMA_WRITE => (Kind::Write, None),
         WR_RDMA_WRITE_WITH_IMM => (Kind::Write, Some(w.imm())),
-        WR_RDMA_READ => (Kind::Read, None),
+        WR_RDMA_READ if !uc => (Kind::Read, None),
         _ => return None,
     })
 }
@@ -227,7 +232,7 @@ fn prepare(
 ) -> Result<Sent, (KVec<u8>, WcStatus)> {
     let slot_len = shared.sq.slot_len();
     let w = SendWqe::new(&slot);
-    let Some((kind, imm)) = kind(&w) else {
+    let Some((kind, imm)) = kind(&w, shared.is_uc()) else {
         return Err((slot, WcStatus::LocQpOpErr));
     };
     let room = slot_len - SEND_WQE_HEADER;
@@ -280,6 +285,10 @@ pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
                 send_window(qp, shared, inner, &xmit, end);
             }
         }
+        if shared.is_uc() {
+            // What went out whole is done.
+            rc_comp::complete(qp, shared, inner);
+        }
     }
     if inner.timer.is_none() && inner.req.flight.iter().any(Sent::pending) {
         rc_comp::arm_ack(shared, inner);
@@ -293,16 +302,20 @@ fn send_window(
     xmit: &Xmit<'_>,
     end: Psn,
 ) {
+    let uc = shared.is_uc();
     let req = &mut inner.req;
     while req.nxt.before(end) && req.nxt.diff(req.una) < WINDOW {
         let nxt = req.nxt;
-        let Some(sent) = req
+        let Some(idx) = req
             .flight
             .iter()
-            .find(|s| s.pending() && s.end_psn().diff(nxt) > 0)
+            .position(|s| s.pending() && s.end_psn().diff(nxt) > 0)
         else {
             // Nothing left to send at or after `nxt` (all done or failed).
             req.nxt = end;
+            break;
+        };
+        let Some(sent) = req.flight.get(idx) else {
             break;
         };
         // CAST: `nxt` is within the WQE (or before it, after a rewind into a gap).
@@ -311,10 +324,20 @@ fn send_window(
             let i = i.min(sent.read_pkts);
             send_read_request(xmit, &inner.attr, sent, i).map(|()| sent.end_psn())
         } else {
-            send_packet(qp, shared, &inner.attr, xmit, sent, i).map(|()| sent.first_psn.add(i + 1))
+            let res = send_packet(qp, shared, &inner.attr, xmit, sent, i, uc);
+            // UC is unreliable: a packet the stack refused is a packet lost.
+            res.or_else(|e| if uc { Ok(()) } else { Err(e) })
+                .map(|()| sent.first_psn.add(i + 1))
         };
         match res {
             Ok(next) => {
+                if uc {
+                    // No ACK will come: what is out is done.
+                    req.una = next;
+                    if let Some(s) = req.flight.get_mut(idx).filter(|s| s.end_psn() == next) {
+                        s.acked = true;
+                    }
+                }
                 req.nxt = next;
                 if next.diff(req.sent_end) > 0 {
                     req.sent_end = next;
@@ -369,7 +392,7 @@ fn send_read_request(
 }
 
 /// Sends packet `i` of a SEND or WRITE, its payload copied from the WQE or its SGEs straight
-/// into the packet.
+/// into the packet; on a UC QP with the UC opcode and no ACK request.
 fn send_packet(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
@@ -377,6 +400,7 @@ fn send_packet(
     xmit: &Xmit<'_>,
     sent: &Sent,
     i: u32,
+    uc: bool,
 ) -> Result {
     let w = sent.wqe();
     let flags = w.send_flags();
@@ -404,12 +428,14 @@ fn send_packet(
         (false, false) => Position::Middle,
     };
     let last = pos.ends();
-    let mut bth = bth(
-        attr,
-        opcode(sent.kind, pos, sent.imm.is_some()),
-        sent.first_psn.add(i),
-    );
-    bth.ack_req = last || (i + 1) % ACK_EVERY == 0;
+    let rc_op = opcode(sent.kind, pos, sent.imm.is_some());
+    let op = if uc {
+        rc_op.to_uc().ok_or(EINVAL)?
+    } else {
+        rc_op
+    };
+    let mut bth = bth(attr, op, sent.first_psn.add(i));
+    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0);
     bth.solicited = last && flags & SEND_SOLICITED != 0;
     let ext = ExtHeaders {
         reth: (sent.kind == Kind::Write && pos.starts()).then(|| Reth {

@@ -6,6 +6,9 @@
 //!
 //! Every remote key, address and length is checked against the MR table before memory is
 //! touched; a request that fails is NAKed and changes nothing.
+//!
+//! UC requests take the same SEND and WRITE paths, but nothing is answered: a message with a
+//! gap, or one that is refused, is dropped from there to its end.
 
 use crate::{
     counters::{Counter, Counters},
@@ -176,6 +179,64 @@ pub(crate) fn on_request(
         }
     }
     Ok(())
+}
+
+/// Takes a request for this UC QP.
+pub(crate) fn on_uc_request(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    counters: &Counters,
+) -> Result<(), QpDrop> {
+    let psn = pkt.bth.psn;
+    if psn != Psn::new(inner.attr.rq_psn) {
+        // A gap: the message under way is lost. Its receive WQE was not consumed and takes the
+        // next SEND; a WRITE's bytes stay where they landed. The next first packet resyncs.
+        counters.inc(Counter::OutOfSeqRequest);
+        drop_message(inner);
+        if !pkt.info.position.starts() {
+            return Ok(());
+        }
+    }
+    let res = match pkt.info.kind {
+        OpKind::Send => send(qp, shared, inner, pkt),
+        OpKind::Write => {
+            if pkt.info.position.starts() {
+                counters.inc(Counter::RxWriteRequests);
+            }
+            write(qp, shared, inner, pkt)
+        }
+        _ => Err(Refusal::Invalid),
+    };
+    match res {
+        Ok(()) => {
+            inner.attr.rq_psn = psn.add(1).get();
+            counters.inc(Counter::RcvdPkts);
+            counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+        }
+        Err(refusal) => {
+            // The PSN stays expected, so the rest of the message is out of sequence and dropped.
+            counters.inc(match refusal {
+                Refusal::NotReady => Counter::DropNoRecvWqe,
+                r => r.counter(),
+            });
+            drop_message(inner);
+            if let Refusal::Receive(status) = refusal {
+                if status == WcStatus::LocLenErr {
+                    counters.inc(Counter::RespLocalLengthError);
+                }
+                shared.fail(qp, inner);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Forgets the SEND or WRITE under way.
+fn drop_message(inner: &mut QpInner) {
+    inner.resp.recv = None;
+    inner.resp.write = None;
 }
 
 /// Sends an ACK or NAK for `psn`.

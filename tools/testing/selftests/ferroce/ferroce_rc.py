@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""Hostile input against live RC queue pairs.
+"""Hostile input against live RC and UC queue pairs.
 
   ferroce_rc.py DEV ADDR PEER_NS PEER_ADDR PEER_DEV
 
@@ -97,6 +97,23 @@ def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
     qp.to_rts(qa)
 
 
+def connect_uc(qp, addr, sgid_index, dest_qpn):
+    """INIT -> RTS for a UC QP (no ACK timers or read limits); both directions at RQ_PSN."""
+    qa = QPAttr(port_num=1)
+    qa.qp_state = e.IBV_QPS_RTR
+    qa.path_mtu = e.IBV_MTU_1024
+    qa.dest_qp_num = dest_qpn
+    qa.rq_psn = RQ_PSN
+    qa.ah_attr = AHAttr(port_num=1, is_global=1,
+                        gr=GlobalRoute(dgid=GID(mapped(addr)), sgid_index=sgid_index, hop_limit=64))
+    qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
+              e.IBV_QP_RQ_PSN)
+    qa = QPAttr(port_num=1)
+    qa.qp_state = e.IBV_QPS_RTS
+    qa.sq_psn = RQ_PSN
+    qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+
+
 def poll(cq, want, seconds=10):
     wcs = []
     deadline = time.time() + seconds
@@ -136,9 +153,11 @@ def scribble(ring, wr_id, fields, sges, sge_at):
 
 
 class Endpoint:
-    """A PD, CQ, an MR peers may read and write, and an RC QP in INIT with posted receives."""
+    """A PD, CQ, an MR peers may read and write, and an RC (or UC) QP in INIT with posted
+    receives."""
 
-    def __init__(self, dev, addr, recvs=4):
+    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC):
+        self.qp_type = qp_type
         self.ctx = Context(name=dev)
         self.dev, self.addr = dev, addr
         self.gid_index = gid_index(self.ctx, addr)
@@ -149,31 +168,31 @@ class Endpoint:
         self.rbuf = MR(self.pd, RECV_LEN * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
         self.qp = self.new_qp()
         qa = QPAttr(port_num=1)
-        qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
-        self.qp.to_init(qa)
+        qa.qp_state = e.IBV_QPS_INIT
+        qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
+        if qp_type == e.IBV_QPT_RC:
+            qa.qp_access_flags |= e.IBV_ACCESS_REMOTE_READ
+        self.qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+                       e.IBV_QP_ACCESS_FLAGS)
         for i in range(recvs):
-            sge = SGE(self.rbuf.buf + i * RECV_LEN, RECV_LEN, self.rbuf.lkey)
-            self.qp.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[sge]))
+            self.post_recv(i)
+
+    def post_recv(self, i):
+        sge = SGE(self.rbuf.buf + i * RECV_LEN, RECV_LEN, self.rbuf.lkey)
+        self.qp.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[sge]))
 
     def new_qp(self):
         cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=1,
                     max_inline_data=64)
-        return QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
+        return QP(self.pd, QPInitAttr(qp_type=self.qp_type, scq=self.cq, rcq=self.cq, cap=cap))
 
     def close(self):
         for o in (self.qp, self.rbuf, self.mr, self.cq, self.pd, self.ctx):
             o.close()
 
 
-class InjectedRequests(unittest.TestCase):
-    """Crafted requests from PEER_NS to an RC QP in RTS whose peer does not exist."""
-
-    def setUp(self):
-        self.ep = Endpoint(DEV, ADDR)
-        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
-
-    def tearDown(self):
-        self.ep.close()
+class Injecting:
+    """Sends crafted requests from PEER_NS to the QP of `self.ep`."""
 
     def inject(self, case, rises, psn=RQ_PSN, **kw):
         """Sends CASE; the counters in RISES must rise by one, no other request, error or
@@ -197,6 +216,17 @@ class InjectedRequests(unittest.TestCase):
         rose = {n: after[n] - before[n] for n in after
                 if after[n] != before[n] and (n in watched or n.startswith("rcvd_drop_"))}
         self.assertEqual(rose, dict.fromkeys(rises, 1), case)
+
+
+class InjectedRequests(Injecting, unittest.TestCase):
+    """Crafted requests from PEER_NS to an RC QP in RTS whose peer does not exist."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+
+    def tearDown(self):
+        self.ep.close()
 
     def memory(self):
         return self.ep.mr.read(MR_LEN, 0)
@@ -415,6 +445,106 @@ class RemoteErrors(unittest.TestCase):
         wcs = poll(self.a.cq, 1)
         self.assertEqual([(w.wr_id, w.status) for w in wcs], [(1, e.IBV_WC_SUCCESS)])
         self.assertEqual(self.b.mr.read(32, 100), b"\x5a" * 32)
+
+
+class UcRequests(Injecting, unittest.TestCase):
+    """Crafted requests at a UC QP in RTS: nothing is answered, and a gap or a refusal costs
+    the message it hit and no more."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR, qp_type=e.IBV_QPT_UC)
+        connect_uc(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.sent = counters(DEV)["sent_pkts"]
+
+    def tearDown(self):
+        # UC answers nothing: no ACK, NAK or RNR NAK went out.
+        self.assertEqual(counters(DEV)["sent_pkts"], self.sent)
+        self.ep.close()
+
+    def received(self, want):
+        wcs = poll(self.ep.cq, len(want))
+        self.assertEqual([(w.wr_id, w.status, w.byte_len, w.opcode) for w in wcs],
+                         [(i, e.IBV_WC_SUCCESS, n, e.IBV_WC_RECV) for i, n in want])
+
+    def test_a_gap_drops_its_message_and_the_next_one_takes_the_receive(self):
+        self.inject("uc_send_first", (), psn=RQ_PSN, payload=16)
+        # RQ_PSN + 1, a middle packet, is lost: the last one is out of sequence.
+        self.inject("uc_send_last", ("out_of_seq_request",), psn=RQ_PSN + 2, payload=16)
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.3), [], "a message with a gap completed")
+        # The next message starts at its own PSN and lands in the receive the lost one had.
+        self.inject("uc_send_only", ("out_of_seq_request",), psn=RQ_PSN + 5, payload=24)
+        self.received([(100, 24)])
+        self.assertEqual(self.ep.rbuf.read(24, 0), b"\xa5" * 24)
+        self.inject("uc_send_first", (), psn=RQ_PSN + 6, payload=16)
+        self.inject("uc_send_last", (), psn=RQ_PSN + 7, payload=8)
+        self.received([(101, 24)])
+
+    def test_a_refused_write_changes_nothing_and_the_next_lands(self):
+        mr = self.ep.mr
+        good = dict(rkey=mr.rkey, va=mr.buf + 64, length=16)
+        self.inject("uc_write", ("rx_write_requests", "resp_remote_access_errors"),
+                    **dict(good, rkey=mr.rkey ^ 0x80))
+        self.inject("uc_write", ("rx_write_requests", "resp_remote_access_errors"),
+                    **dict(good, va=mr.buf + MR_LEN - 8))
+        self.assertEqual(mr.read(MR_LEN, 0), bytes(MR_LEN))
+        self.inject("uc_write", ("rx_write_requests",), **good)
+        self.assertEqual(mr.read(MR_LEN, 0), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
+
+    def test_a_send_without_a_receive_is_dropped(self):
+        self.ep.close()
+        self.ep = Endpoint(DEV, ADDR, recvs=0, qp_type=e.IBV_QPT_UC)
+        connect_uc(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.inject("uc_send_only", ("rcvd_drop_no_recv_wqe",), payload=8)
+        self.ep.post_recv(0)
+        self.inject("uc_send_only", (), payload=8)
+        self.received([(100, 8)])
+
+
+class UcPeers(unittest.TestCase):
+    """Two UC QPs, on DEV and PEER_DEV: multi-packet SENDs and WRITEs complete at the requester
+    when sent, and land whole."""
+
+    def setUp(self):
+        self.a = Endpoint(DEV, ADDR, recvs=0, qp_type=e.IBV_QPT_UC)
+        self.b = Endpoint(PEER_DEV, PEER_ADDR, recvs=0, qp_type=e.IBV_QPT_UC)
+        connect_uc(self.a.qp, PEER_ADDR, self.a.gid_index, self.b.qp.qp_num)
+        connect_uc(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
+
+    def tearDown(self):
+        self.a.close()
+        self.b.close()
+
+    def test_send_and_write_with_immediate(self):
+        a, b = self.a, self.b
+        data = bytes((i * 7) & 0xff for i in range(3000))
+        a.mr.write(data, len(data))
+        # The second receive only completes the WRITE with immediate.
+        for i in range(2):
+            b.qp.post_recv(RecvWR(wr_id=200 + i, num_sge=1, sg=[SGE(b.mr.buf, 3000, b.mr.lkey)]))
+        sge = SGE(a.mr.buf, 3000, a.mr.lkey)
+        a.qp.post_send(SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1, sg=[sge],
+                              send_flags=e.IBV_SEND_SIGNALED))
+        wcs = poll(a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status, w.opcode) for w in wcs],
+                         [(1, e.IBV_WC_SUCCESS, e.IBV_WC_SEND)])
+        wcs = poll(b.cq, 1)
+        self.assertEqual([(w.wr_id, w.status, w.byte_len) for w in wcs],
+                         [(200, e.IBV_WC_SUCCESS, 3000)])
+        self.assertEqual(b.mr.read(3000, 0), data)
+        # Three packets at MTU 1024, the last with the immediate data.
+        wr = SendWR(wr_id=2, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, num_sge=1, sg=[sge],
+                    send_flags=e.IBV_SEND_SIGNALED, imm_data=0x12345678)
+        wr.set_wr_rdma(b.mr.rkey, b.mr.buf + 1000)
+        a.qp.post_send(wr)
+        wcs = poll(a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status, w.opcode) for w in wcs],
+                         [(2, e.IBV_WC_SUCCESS, e.IBV_WC_RDMA_WRITE)])
+        wcs = poll(b.cq, 1)
+        self.assertEqual([(w.wr_id, w.status, w.opcode, w.byte_len) for w in wcs],
+                         [(201, e.IBV_WC_SUCCESS, e.IBV_WC_RECV_RDMA_WITH_IMM, 3000)])
+        self.assertEqual(b.mr.read(3000, 1000), data)
 
 
 if __name__ == "__main__":

@@ -128,8 +128,8 @@ ud_sends_on_the_wire() {
 ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the posted payload" \
 	ud_sends_on_the_wire
 
-# Live RC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled into the
-# shared send ring, and a real peer (fer1 in B) that refuses requests.
+# Live RC and UC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled
+# into the shared send ring, a real peer (fer1 in B) that refuses requests, and UC peers.
 RC="$(cd "$(dirname "$0")" && pwd)/ferroce_rc.py"
 live_rc_qps() {
 	local rc
@@ -139,7 +139,7 @@ live_rc_qps() {
 	rdma link del fer1 || return 1
 	[ "$rc" -eq 0 ]
 }
-ktap_test_result "live RC QPs: crafted requests, scribbled send ring, a refusing peer" live_rc_qps
+ktap_test_result "live RC and UC QPs: crafted requests, scribbled rings, real peers" live_rc_qps
 
 flood_of_everything() {
 	local before after

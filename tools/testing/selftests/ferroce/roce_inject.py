@@ -33,6 +33,11 @@ RC_SEND_ONLY_IMM = 0x05
 RC_RDMA_WRITE_ONLY = 0x0a
 RC_RDMA_READ_REQUEST = 0x0c
 RC_ACKNOWLEDGE = 0x11
+UC_SEND_FIRST = 0x20
+UC_SEND_MIDDLE = 0x21
+UC_SEND_LAST = 0x22
+UC_SEND_ONLY = 0x24
+UC_RDMA_WRITE_ONLY = 0x2a
 UD_SEND_ONLY = 0x64
 CNP = 0x81
 UNKNOWN_OPCODE = 0x1f
@@ -166,6 +171,11 @@ def build(case, args):
                                      ext=reth(args.va, args.rkey, args.length), ackreq=True))
     if case == "rc_send":
         return frame(args, transport(RC_SEND_ONLY, q, p, payload=filler, ackreq=True))
+    if case in UC_SENDS:
+        return frame(args, transport(UC_SENDS[case], q, p, payload=filler))
+    if case == "uc_write":
+        return frame(args, transport(UC_RDMA_WRITE_ONLY, q, p,
+                                     ext=reth(args.va, args.rkey, args.length), payload=filler))
     raise ValueError(case)
 
 
@@ -173,6 +183,10 @@ CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opco
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
 RC_CASES = ["rc_write", "rc_read", "rc_send"]
+# SEND packets for a live UC QP, by position in their message; not part of "all".
+UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
+            "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
+UC_CASES = list(UC_SENDS) + ["uc_write"]
 
 
 def open_socket(args):
@@ -212,9 +226,9 @@ def parse_args(argv):
     ap.add_argument("--va", type=int_arg, default=0, help="remote address of the rc_* cases")
     ap.add_argument("--length", type=int_arg, default=16, help="RETH length (default 16)")
     ap.add_argument("--payload", type=int_arg, default=None,
-                    help="payload bytes of rc_write/rc_send (default --length)")
+                    help="payload bytes of rc_write/rc_send/uc_* (default --length)")
     ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
-    ap.add_argument("case", choices=CASES + RC_CASES + ["all"])
+    ap.add_argument("case", choices=CASES + RC_CASES + UC_CASES + ["all"])
     args = ap.parse_args(argv)
     try:
         src, dst = ipaddress.ip_address(args.src), ipaddress.ip_address(args.dst)

@@ -151,6 +151,21 @@ class ShapeTest(unittest.TestCase):
         for case in ri.RC_CASES:
             self.assertTrue(icrc_ok(build(case, argv)), case)
 
+    def test_uc_requests_for_a_live_qp(self):
+        argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x1000", "--length", "16", "--psn", "7"]
+        ops = {"uc_send_first": 0x20, "uc_send_middle": 0x21, "uc_send_last": 0x22,
+               "uc_send_only": 0x24}
+        for case, op in ops.items():
+            bth = split(build(case, argv))[2]
+            # UC asks for no ACK; the payload follows the BTH directly.
+            self.assertEqual((bth[0], bth[8] >> 7, bth[11], bth[12:-4]),
+                             (op, 0, 7, b"\xa5" * 16), case)
+        wr = split(build("uc_write", argv))[2]
+        self.assertEqual(wr[0], 0x2a)
+        self.assertEqual(struct.unpack("!QII", wr[12:28]), (0x1000, 0x1234, 16))
+        for case in ri.UC_CASES:
+            self.assertTrue(icrc_ok(build(case, argv)), case)
+
     def test_bad_icrc_differs_only_in_one_icrc_bit(self):
         good, bad = build("good"), build("bad_icrc")
         self.assertEqual(len(good), len(bad))
