@@ -14,14 +14,14 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 [ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+for c in rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
 	ib_send_lat timeout; do
 	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
 done
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (2 + 4 + 5) + 5 + 2 + 4))
+ktap_set_plan $((2 * (2 + 4 + 5 + 2) + 5 + 2 + 4))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -125,6 +125,17 @@ perf() {
 	GIDOPT=-x pair "$1" -s "$size" -n 200 -F
 }
 
+# uc_writes: ib_write_bw over UC completes and fer0 took its WRITEs (UC may drop some when the
+# receiver falls behind: nothing slows the sender down).
+uc_writes() {
+	local before after
+	before=$(counter fer0 rx_write_requests)
+	GIDOPT=-x pair ib_write_bw -c UC -s 65536 -n 200 -F || return 1
+	after=$(counter fer0 rx_write_requests)
+	echo "# fer0 rx_write_requests +$((after - before)) of 200"
+	[ "$((after - before))" -gt 0 ]
+}
+
 for mtu in $MTUS; do
 	set_mtu "$mtu"
 	ib_mtu=$([ "$mtu" -ge 4200 ] && echo 4096 || echo 1024)
@@ -137,6 +148,9 @@ for mtu in $MTUS; do
 	for tool in $PERFTESTS; do
 		ktap_test_result "$tool at MTU $mtu" perf "$tool"
 	done
+	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (checked)" \
+		pair ibv_uc_pingpong -m "$ib_mtu" -s 65536 -n 50 -r 16 -c
+	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, writes arrived" uc_writes
 done
 
 # ip6_received: IPv6 packets B's stack has taken in.
