@@ -135,13 +135,6 @@ pub(crate) fn on_request(
     inner.resp.nak_sent = false;
     let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
-        OpKind::Send => send(qp, shared, inner, pkt),
-        OpKind::Write => {
-            if pkt.info.position.starts() {
-                counters.inc(Counter::RxWriteRequests);
-            }
-            write(qp, shared, inner, pkt)
-        }
         OpKind::ReadRequest => {
             counters.inc(Counter::RxReadRequests);
             read(qp, shared, inner, &xmit, pkt).map(|npkts| {
@@ -149,7 +142,7 @@ pub(crate) fn on_request(
                 counters.inc(Counter::RcvdPkts);
             })
         }
-        _ => Err(Refusal::Invalid),
+        _ => send_or_write(qp, shared, inner, pkt, counters),
     };
     match res {
         Ok(()) if pkt.info.kind == OpKind::ReadRequest => {}
@@ -165,17 +158,11 @@ pub(crate) fn on_request(
             }
         }
         Err(refusal) => {
-            // The PSN stays expected: nothing of the request took effect, except that a SEND
-            // its receive WQE could not take completed it with an error, which (as any error
-            // completion) takes the QP to the error state.
+            // The PSN stays expected: nothing of the request took effect, except a receive
+            // WQE that completed with an error.
             counters.inc(refusal.counter());
             ack(&xmit, inner, psn, refusal.syndrome(inner));
-            if let Refusal::Receive(status) = refusal {
-                if status == WcStatus::LocLenErr {
-                    counters.inc(Counter::RespLocalLengthError);
-                }
-                shared.fail(qp, inner);
-            }
+            fail_on_receive_error(qp, shared, inner, refusal, counters);
         }
     }
     Ok(())
@@ -199,17 +186,7 @@ pub(crate) fn on_uc_request(
             return Ok(());
         }
     }
-    let res = match pkt.info.kind {
-        OpKind::Send => send(qp, shared, inner, pkt),
-        OpKind::Write => {
-            if pkt.info.position.starts() {
-                counters.inc(Counter::RxWriteRequests);
-            }
-            write(qp, shared, inner, pkt)
-        }
-        _ => Err(Refusal::Invalid),
-    };
-    match res {
+    match send_or_write(qp, shared, inner, pkt, counters) {
         Ok(()) => {
             inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
@@ -222,15 +199,47 @@ pub(crate) fn on_uc_request(
                 r => r.counter(),
             });
             drop_message(inner);
-            if let Refusal::Receive(status) = refusal {
-                if status == WcStatus::LocLenErr {
-                    counters.inc(Counter::RespLocalLengthError);
-                }
-                shared.fail(qp, inner);
-            }
+            fail_on_receive_error(qp, shared, inner, refusal, counters);
         }
     }
     Ok(())
+}
+
+/// Takes a SEND or WRITE packet; anything else is invalid here.
+fn send_or_write(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    counters: &Counters,
+) -> Result<(), Refusal> {
+    match pkt.info.kind {
+        OpKind::Send => send(qp, shared, inner, pkt),
+        OpKind::Write => {
+            if pkt.info.position.starts() {
+                counters.inc(Counter::RxWriteRequests);
+            }
+            write(qp, shared, inner, pkt)
+        }
+        _ => Err(Refusal::Invalid),
+    }
+}
+
+/// A SEND that its receive WQE could not take completed that WQE with an error, which (as any
+/// error completion) takes the QP to the error state.
+fn fail_on_receive_error(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    refusal: Refusal,
+    counters: &Counters,
+) {
+    if let Refusal::Receive(status) = refusal {
+        if status == WcStatus::LocLenErr {
+            counters.inc(Counter::RespLocalLengthError);
+        }
+        shared.fail(qp, inner);
+    }
 }
 
 /// Forgets the SEND or WRITE under way.

@@ -13,11 +13,8 @@ B=ferroce_data_b
 trap ns_cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
-	ib_send_lat timeout; do
-	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
-done
+require rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+	ib_send_lat timeout
 MTUS="1500 9000"
 RC_SIZES="1 4096 65536 1048576"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"

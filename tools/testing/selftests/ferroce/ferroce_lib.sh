@@ -1,6 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers the ferroce kselftests share; they set A and B, the names of their two namespaces.
+# Helpers the ferroce kselftests share, after ktap_helpers.sh; they set A and B, the names of
+# their two namespaces.
+
+# require CMD...: skips the whole test unless it runs as root and every CMD is there.
+require() {
+	local c
+	[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
+	done
+}
 
 # ns_cleanup: kills what runs in A and B, removes the devices, the namespaces and the module.
 ns_cleanup() {

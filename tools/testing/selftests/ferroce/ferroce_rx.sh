@@ -15,10 +15,7 @@ B=ferroce_rx_b
 trap ns_cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ss python3 /usr/bin/python3; do
-	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
-done
+require rdma ip ss python3 /usr/bin/python3
 ktap_set_plan 14
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"

@@ -14,10 +14,7 @@ B=ferroce_down_b
 trap ns_cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ip ss rping ib_write_bw timeout; do
-	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
-done
+require rdma ip ss rping ib_write_bw timeout
 ktap_set_plan 7
 
 # setup: namespaces A and B over veth, fer0 on A's end and fer1 on B's, both with a RoCE GID;
