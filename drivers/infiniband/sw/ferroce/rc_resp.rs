@@ -49,13 +49,15 @@ enum Refusal {
     /// A SEND its receive WQE could not take (too long, or bad buffers); the WQE completed
     /// with this status.
     Receive(WcStatus),
+    /// A UC SEND longer than its receive WQE: dropped, and the WQE waits for the next SEND.
+    TooLong,
 }
 
 impl Refusal {
     fn syndrome(self, inner: &QpInner) -> u8 {
         match self {
             Refusal::NotReady => rnr(inner),
-            Refusal::Invalid | Refusal::Receive(_) => SYNDROME_NAK_INVALID,
+            Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => SYNDROME_NAK_INVALID,
             Refusal::Access => SYNDROME_NAK_ACCESS,
         }
     }
@@ -67,6 +69,7 @@ impl Refusal {
             Refusal::Access => Counter::RespRemoteAccessErrors,
             // A receive completed with an error; `resp_local_length_error` says which.
             Refusal::Receive(_) => Counter::RespCqeError,
+            Refusal::TooLong => Counter::RespLocalLengthError,
         }
     }
 }
@@ -96,6 +99,8 @@ pub(crate) struct Responder {
     msn: u32,
     /// A sequence NAK went out for the current gap; one is enough.
     nak_sent: bool,
+    /// UC: the message under way was dropped; its other packets go too.
+    dropping: bool,
     recv: Option<Receiving>,
     write: Option<Writing>,
 }
@@ -179,30 +184,41 @@ pub(crate) fn on_uc_request(
     let psn = pkt.bth.psn;
     if psn != Psn::new(inner.attr.rq_psn) {
         // A gap: the message under way is lost. Its receive WQE was not consumed and takes the
-        // next SEND; a WRITE's bytes stay where they landed. The next first packet resyncs.
+        // next SEND; a WRITE's bytes stay where they landed.
         counters.inc(Counter::OutOfSeqRequest);
+        inner.resp.dropping = true;
+    }
+    // Nothing is resent on UC: the next PSN is the one after the sender's.
+    inner.attr.rq_psn = psn.add(1).get();
+    if pkt.info.position.starts() {
+        // A new message ends whatever was under way.
         drop_message(inner);
-        if !pkt.info.position.starts() {
-            return Ok(());
-        }
+    } else if inner.resp.dropping {
+        return Ok(());
     }
     match send_or_write(qp, shared, inner, pkt, counters) {
         Ok(()) => {
-            inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
         }
         Err(refusal) => {
-            // The PSN stays expected, so the rest of the message is out of sequence and dropped.
             counters.inc(match refusal {
                 Refusal::NotReady => Counter::DropNoRecvWqe,
                 r => r.counter(),
             });
             drop_message(inner);
+            inner.resp.dropping = true;
             fail_on_receive_error(qp, shared, inner, refusal, counters);
         }
     }
     Ok(())
+}
+
+/// Forgets the SEND or WRITE under way.
+fn drop_message(inner: &mut QpInner) {
+    inner.resp.recv = None;
+    inner.resp.write = None;
+    inner.resp.dropping = false;
 }
 
 /// Takes a SEND or WRITE packet; anything else is invalid here.
@@ -242,12 +258,6 @@ fn fail_on_receive_error(
     }
 }
 
-/// Forgets the SEND or WRITE under way.
-fn drop_message(inner: &mut QpInner) {
-    inner.resp.recv = None;
-    inner.resp.write = None;
-}
-
 /// Sends an ACK or NAK for `psn`.
 fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
     let bth = rc::bth(&inner.attr, Opcode::RcAck, psn);
@@ -278,6 +288,13 @@ fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>,
     }
 }
 
+/// `LocLenErr` for a receive WQE that names more SGEs than its slot holds.
+fn malformed(slot: &[u8]) -> Option<WcStatus> {
+    let num = RecvWqe::new(slot).num_sge() as usize;
+    (num.saturating_mul(SGE_SIZE) > slot.len().saturating_sub(RECV_WQE_HEADER))
+        .then_some(WcStatus::LocLenErr)
+}
+
 /// Writes `data` at `offset` into a receive WQE's buffers.
 fn land(
     qp: &Qp<Ferroce>,
@@ -286,11 +303,11 @@ fn land(
     offset: usize,
     data: &[u8],
 ) -> Result<(), WcStatus> {
+    if let Some(status) = malformed(slot) {
+        return Err(status);
+    }
     let w = RecvWqe::new(slot);
     let num = w.num_sge() as usize;
-    if num.saturating_mul(SGE_SIZE) > slot.len() - RECV_WQE_HEADER {
-        return Err(WcStatus::LocLenErr);
-    }
     let mrs = &qp.device().data().mrs;
     sge::scatter(mrs, shared.pd, (0..num).map(|i| w.sge(i)), offset, data)
 }
@@ -346,9 +363,9 @@ fn send(
     if first {
         let slot = take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?;
         inner.resp.recv = Some(Receiving {
+            failed: malformed(&slot),
             slot,
             offset: 0,
-            failed: None,
         });
     }
     let Some(r) = inner.resp.recv.as_mut() else {
@@ -356,8 +373,11 @@ fn send(
         return Err(Refusal::Invalid);
     };
     if r.failed.is_none() {
-        if let Err(status) = land(qp, shared, &r.slot, r.offset, pkt.payload) {
-            r.failed = Some(status);
+        match land(qp, shared, &r.slot, r.offset, pkt.payload) {
+            Ok(()) => {}
+            // The WQE is well formed, so its SGEs are too short (class D on UC).
+            Err(WcStatus::LocLenErr) if shared.is_uc() => return Err(Refusal::TooLong),
+            Err(status) => r.failed = Some(status),
         }
     }
     r.offset += pkt.payload.len();

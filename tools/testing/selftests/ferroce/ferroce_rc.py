@@ -485,9 +485,9 @@ class UcRequests(Injecting, unittest.TestCase):
         self.inject("uc_write", ("rx_write_requests", "resp_remote_access_errors"),
                     **dict(good, rkey=mr.rkey ^ 0x80))
         self.inject("uc_write", ("rx_write_requests", "resp_remote_access_errors"),
-                    **dict(good, va=mr.buf + MR_LEN - 8))
+                    psn=RQ_PSN + 1, **dict(good, va=mr.buf + MR_LEN - 8))
         self.assertEqual(mr.read(MR_LEN, 0), bytes(MR_LEN))
-        self.inject("uc_write", ("rx_write_requests",), **good)
+        self.inject("uc_write", ("rx_write_requests",), psn=RQ_PSN + 2, **good)
         self.assertEqual(mr.read(MR_LEN, 0), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
         attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
         self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
@@ -498,8 +498,22 @@ class UcRequests(Injecting, unittest.TestCase):
         connect_uc(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
         self.inject("uc_send_only", ("rcvd_drop_no_recv_wqe",), payload=8)
         self.ep.post_recv(0)
-        self.inject("uc_send_only", (), payload=8)
+        self.inject("uc_send_only", (), psn=RQ_PSN + 1, payload=8)
         self.received([(100, 8)])
+
+    def test_a_send_longer_than_its_receive_is_dropped_and_the_qp_lives(self):
+        # Unlike RC, where the receive completes with an error and the QP fails, UC drops the
+        # message and keeps the receive for the next SEND.
+        self.inject("uc_send_first", (), payload=RECV_LEN - 8)
+        self.inject("uc_send_middle", ("resp_local_length_error",), psn=RQ_PSN + 1, payload=16)
+        self.inject("uc_send_last", (), psn=RQ_PSN + 2, payload=8)
+        self.inject("uc_send_only", ("resp_local_length_error",), psn=RQ_PSN + 3,
+                    payload=RECV_LEN + 4)
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.3), [], "a message too long completed")
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
+        self.inject("uc_send_only", (), psn=RQ_PSN + 4, payload=RECV_LEN)
+        self.received([(100, RECV_LEN)])
 
 
 class UcPeers(unittest.TestCase):
