@@ -6,3 +6,31 @@ __rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *pi
 {
 	return sg_page_iter_page(piter);
 }
+
+#include <linux/xarray.h>
+
+/*
+ * A pool's XArray gets a lock class of its own: its lock is taken in process context only, and
+ * sharing the class of every other XArray initialised from Rust (xa_init_flags() is inline, so
+ * all of this file's callers share one) would tie it, for lockdep, to locks taken under
+ * spinlocks that softirqs take.
+ */
+static struct lock_class_key rdma_pool_lock_key;
+
+__rust_helper void rust_helper_rdma_pool_init(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC);
+	lockdep_set_class(&xa->xa_lock, &rdma_pool_lock_key);
+}
+
+__rust_helper int rust_helper_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry,
+					      struct xa_limit limit, u32 *next, gfp_t gfp)
+{
+	return xa_alloc_cyclic(xa, id, entry, limit, next, gfp);
+}
+
+__rust_helper int rust_helper_xa_insert(struct xarray *xa, unsigned long index, void *entry,
+					gfp_t gfp)
+{
+	return xa_insert(xa, index, entry, gfp);
+}

@@ -25,6 +25,7 @@ mod object;
 pub mod ops;
 pub mod mr;
 pub mod pd;
+pub mod pool;
 pub mod qp;
 pub mod stats;
 mod ucontext;
