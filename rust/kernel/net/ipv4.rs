@@ -38,6 +38,28 @@ impl Route {
         Ok(Self { rt })
     }
 
+    /// Routes `skb` (a whole packet of this family, see [`SkBuff::new_packet`]) along this route,
+    /// for [`SkBuff::send_routed`] later: the skb takes a reference of its own.
+    pub fn attach(&self, skb: &mut SkBuff) {
+        let raw = skb.as_raw_mut();
+        // SAFETY: We own `skb` (it is `&mut`); the route is alive (type invariant) and the skb
+        // gets its own reference to it, dropped with the skb.
+        unsafe {
+            (*raw).__bindgen_anon_4.headers.as_mut().protocol =
+                (bindings::ETH_P_IP as u16).to_be();
+            bindings::dst_hold(&raw mut (*self.rt).dst);
+            bindings::skb_dst_drop(raw);
+            bindings::skb_dst_set(raw, &raw mut (*self.rt).dst);
+        }
+    }
+
+    /// Whether the route still holds: routes change, and a device going away kills its
+    /// routes. A holder that caches a route looks it up again when this is false.
+    pub fn is_current(&self) -> bool {
+        // SAFETY: By the type invariant the route is alive.
+        !unsafe { bindings::dst_check(&raw mut (*self.rt).dst, 0) }.is_null()
+    }
+
     /// The device the route leaves by.
     pub fn dev(&self) -> Option<&NetDevice> {
         // SAFETY: By the type invariant the route is alive, and it holds its device.
@@ -68,6 +90,11 @@ impl Route {
         }
     }
 }
+
+// SAFETY: Route entries are reference counted and may be used and released on any CPU.
+unsafe impl Send for Route {}
+// SAFETY: As above: shared access only reads the entry or takes references.
+unsafe impl Sync for Route {}
 
 impl Clone for Route {
     /// Another reference to the same route: one per packet sent along it.

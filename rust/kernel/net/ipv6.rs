@@ -15,9 +15,11 @@ pub const HEADER_LEN: usize = 40;
 ///
 /// # Invariants
 ///
-/// `dst` is a route entry we hold a reference to.
+/// `dst` is a route entry we hold a reference to; `cookie` is its validity cookie, taken at
+/// lookup.
 pub struct Route {
     dst: *mut bindings::dst_entry,
+    cookie: u32,
 }
 
 impl Route {
@@ -46,8 +48,32 @@ impl Route {
                 core::ptr::null(),
             )
         })?;
+        // SAFETY: IPv6 output routes are `rt6_info`s, whose first member is the entry.
+        let cookie = unsafe { bindings::rt6_get_cookie(dst.cast()) };
         // INVARIANT: A successful lookup returns a referenced entry.
-        Ok(Self { dst })
+        Ok(Self { dst, cookie })
+    }
+
+    /// Routes `skb` (a whole packet of this family, see [`SkBuff::new_packet`]) along this route,
+    /// for [`SkBuff::send_routed`] later: the skb takes a reference of its own.
+    pub fn attach(&self, skb: &mut SkBuff) {
+        let raw = skb.as_raw_mut();
+        // SAFETY: We own `skb` (it is `&mut`); the route is alive (type invariant) and the skb
+        // gets its own reference to it, dropped with the skb.
+        unsafe {
+            (*raw).__bindgen_anon_4.headers.as_mut().protocol =
+                (bindings::ETH_P_IPV6 as u16).to_be();
+            bindings::dst_hold(self.dst);
+            bindings::skb_dst_drop(raw);
+            bindings::skb_dst_set(raw, self.dst);
+        }
+    }
+
+    /// Whether the route still holds: routes change, and a device going away kills its
+    /// routes. A holder that caches a route looks it up again when this is false.
+    pub fn is_current(&self) -> bool {
+        // SAFETY: By the type invariant the route is alive.
+        !unsafe { bindings::dst_check(self.dst, self.cookie) }.is_null()
     }
 
     /// The device the route leaves by.
@@ -81,13 +107,21 @@ impl Route {
     }
 }
 
+// SAFETY: Route entries are reference counted and may be used and released on any CPU.
+unsafe impl Send for Route {}
+// SAFETY: As above: shared access only reads the entry or takes references.
+unsafe impl Sync for Route {}
+
 impl Clone for Route {
     /// Another reference to the same route: one per packet sent along it.
     fn clone(&self) -> Self {
         // SAFETY: By the type invariant the entry is alive; we take a reference of our own.
         unsafe { bindings::dst_hold(self.dst) };
         // INVARIANT: The reference just taken.
-        Self { dst: self.dst }
+        Self {
+            dst: self.dst,
+            cookie: self.cookie,
+        }
     }
 }
 

@@ -31,6 +31,11 @@ impl SkBuff {
         self.0.as_ptr()
     }
 
+    /// The skb, for a change the caller's `&mut` makes exclusive.
+    pub(crate) fn as_raw_mut(&mut self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+
     /// Gives up ownership, for a call that takes the skb.
     pub(crate) fn into_raw(self) -> *mut bindings::sk_buff {
         let skb = self.as_raw();
@@ -39,10 +44,12 @@ impl SkBuff {
     }
 
     /// A fresh skb holding the `len` bytes `fill` writes (a whole IP packet, its network
-    /// header at the start), with headroom for `dev`'s link-layer header.
+    /// header at the start), with headroom for `dev`'s link-layer header. `gfp` is
+    /// [`GFP_ATOMIC`] where the caller may not sleep.
     pub fn new_packet(
         dev: &NetDevice,
         len: usize,
+        gfp: crate::alloc::Flags,
         fill: impl FnOnce(&mut [u8]) -> Result,
     ) -> Result<Self> {
         // LL_RESERVED_SPACE(): room for the link-layer header, aligned as the stack expects.
@@ -55,7 +62,7 @@ impl SkBuff {
         let total = u32::try_from(headroom + len).map_err(|_| EMSGSIZE)?;
         // SAFETY: Plain allocation; NULL on failure.
         let skb = unsafe {
-            bindings::__alloc_skb(total, bindings::GFP_KERNEL, 0, bindings::NUMA_NO_NODE)
+            bindings::__alloc_skb(total, gfp.as_raw(), 0, bindings::NUMA_NO_NODE)
         };
         // INVARIANT: A fresh skb is ours alone; on an early return `drop` frees it.
         let this = Self(NonNull::new(skb).ok_or(ENOMEM)?);
@@ -119,6 +126,61 @@ impl SkBuff {
         to_result(unsafe { bindings::skb_linearize(self.as_raw()) })
     }
 
+    /// Copies `out.len()` bytes from `offset` bytes after `data` into `out`, wherever they lie
+    /// (linear area, page fragments or fragment list). `EFAULT` if the skb is shorter.
+    pub fn copy_bits(&self, offset: usize, out: &mut [u8]) -> Result {
+        let offset = c_int::try_from(offset).map_err(|_| EFAULT)?;
+        let len = c_int::try_from(out.len()).map_err(|_| EFAULT)?;
+        // SAFETY: By the type invariant the skb is valid; `out` has room for `len` bytes, and
+        // `skb_copy_bits` checks the range against the skb.
+        to_result(unsafe {
+            bindings::skb_copy_bits(self.as_raw(), offset, out.as_mut_ptr().cast(), len)
+        })
+        .map_err(|_| EFAULT)
+    }
+
+    /// Calls `f` with the bytes from `offset` to `offset + len` (after `data`), in order, one
+    /// contiguous piece at a time, without copying them: the way to read a non-linear skb.
+    /// `EFAULT` if the skb is shorter; `f`'s error ends the walk. `f` must not sleep.
+    pub fn for_each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(&[u8]) -> Result,
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len() as usize {
+            return Err(EFAULT);
+        }
+        let from = u32::try_from(offset).map_err(|_| EFAULT)?;
+        let to = u32::try_from(end).map_err(|_| EFAULT)?;
+        // SAFETY: All-zero is a valid state for `skb_prepare_seq_read` to initialise.
+        let mut st: bindings::skb_seq_state = unsafe { core::mem::zeroed() };
+        // SAFETY: The skb is valid and not changed while we walk it (we own it).
+        unsafe { bindings::skb_prepare_seq_read(self.as_raw(), from, to, &mut st) };
+        let mut done = 0u32;
+        let res = loop {
+            let mut data: *const u8 = core::ptr::null();
+            // SAFETY: `st` was prepared above; `data` receives a pointer into the skb.
+            let n = unsafe { bindings::skb_seq_read(done, &mut data, &mut st) };
+            if n == 0 {
+                break Ok(());
+            }
+            // It hands out whole blocks: the last may run past `to`.
+            let n = n.min(to - from - done);
+            // SAFETY: `skb_seq_read` mapped at least `n` bytes at `data`; they stay mapped until
+            // the next call or the abort below, and `f` does not outlive this iteration.
+            let piece = unsafe { core::slice::from_raw_parts(data, n as usize) };
+            if let Err(e) = f(piece) {
+                break Err(e);
+            }
+            done += n;
+        };
+        // SAFETY: Unmaps what the walk may still hold; harmless after a complete walk.
+        unsafe { bindings::skb_abort_seq_read(&mut st) };
+        res
+    }
+
     /// Returns the bytes from the network header to the end of the linear area, and the offset
     /// of `data` within them. `None` if the network header lies after `data` (or is unset:
     /// its `~0` offset puts it beyond the buffer).
@@ -137,6 +199,41 @@ impl SkBuff {
             }
             let headlen = bindings::skb_headlen(skb) as usize;
             Some((core::slice::from_raw_parts(net, before + headlen), before))
+        }
+    }
+
+    /// Sends a whole IP packet that a route's `attach` routed, in the namespace of the device
+    /// the route leaves by. `EINVAL` (and the skb is dropped) if it carries no route.
+    pub fn send_routed(self) -> Result {
+        let skb = self.into_raw();
+        // SAFETY: We own `skb`. Its route holds its device, whose namespace outlives it; the
+        // stack takes the skb whatever it returns.
+        let ret = unsafe {
+            let dst = bindings::skb_dst(skb);
+            if dst.is_null() {
+                bindings::kfree_skb(skb);
+                return Err(EINVAL);
+            }
+            let net = bindings::dev_net((*dst).__bindgen_anon_1.dev);
+            let proto = u16::from_be((*skb).__bindgen_anon_4.headers.as_ref().protocol);
+            match u32::from(proto) {
+                bindings::ETH_P_IP => bindings::ip_local_out(net, core::ptr::null_mut(), skb),
+                #[cfg(CONFIG_IPV6)]
+                bindings::ETH_P_IPV6 => {
+                    bindings::ip6_local_out(net, core::ptr::null_mut(), skb)
+                }
+                _ => {
+                    bindings::kfree_skb(skb);
+                    return Err(EINVAL);
+                }
+            }
+        };
+        // Positive values are congestion notices: the packet was queued or dropped like any
+        // other, which reliability above handles.
+        if ret < 0 {
+            Err(Error::from_errno(ret))
+        } else {
+            Ok(())
         }
     }
 
@@ -197,6 +294,33 @@ impl SkbQueue {
             bindings::skb_dst_drop(raw);
             bindings::skb_queue_tail(self.head.get(), raw);
         }
+    }
+
+    /// Puts `skb` back at the head, as the next [`SkbQueue::pop`] takes it: one taken too
+    /// early. Its device and route are dropped, as by [`SkbQueue::push`].
+    pub fn push_front(&self, skb: SkBuff) {
+        let raw = skb.as_raw();
+        core::mem::forget(skb);
+        // SAFETY: We own `raw` and hand it to the queue, which is initialised.
+        unsafe {
+            (*raw)
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .dev = core::ptr::null_mut();
+            bindings::skb_dst_drop(raw);
+            bindings::skb_queue_head(self.head.get(), raw);
+        }
+    }
+
+    /// Appends an skb on its way out, routed by a route's `attach`: it keeps its route, its
+    /// own reference, for [`SkBuff::send_routed`] in whatever context pops it.
+    pub fn push_routed(&self, skb: SkBuff) {
+        let raw = skb.into_raw();
+        // SAFETY: We own `raw` and hand it to the queue, which is initialised. An outgoing skb
+        // borrows nothing from the context that built it: its route is its own reference and
+        // it has no receiving device.
+        unsafe { bindings::skb_queue_tail(self.head.get(), raw) };
     }
 
     /// Takes the oldest skb.

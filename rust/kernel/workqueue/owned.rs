@@ -11,6 +11,8 @@ use core::{ops::Deref, ptr::NonNull};
 
 /// Work items run on unbound workers, on any CPU (`WQ_UNBOUND`).
 pub const WQ_UNBOUND: u32 = bindings::wq_flags_WQ_UNBOUND;
+/// Work items run on the CPU that queued them (`WQ_PERCPU`).
+pub const WQ_PERCPU: u32 = bindings::wq_flags_WQ_PERCPU;
 /// Work items run at high priority (`WQ_HIGHPRI`).
 pub const WQ_HIGHPRI: u32 = bindings::wq_flags_WQ_HIGHPRI;
 
