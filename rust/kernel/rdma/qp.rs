@@ -6,9 +6,9 @@
 
 use super::{cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
 use crate::{
-    bindings, new_mutex,
+    bindings, new_spinlock_bh,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, SpinLockBh},
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
@@ -25,17 +25,19 @@ struct QpData<T: Driver> {
 /// A live QP's address, as [`QpLink`] holds it.
 struct LivePtr(NonNull<bindings::ib_qp>);
 
-// SAFETY: A QP may be used from any thread; `QpLink` only hands it out under its lock.
+// SAFETY: A QP may be used from any thread and context; `QpLink` only hands it out under its
+// lock.
 unsafe impl Send for LivePtr {}
 
-/// Reaches a QP from work that runs outside its callbacks (received packets, timers).
+/// Reaches a QP from work that runs outside its callbacks (received packets, timers), in any
+/// context: a softirq takes received packets through it.
 ///
 /// It works from the end of create to the start of destroy: destroy revokes it and waits for a
 /// user in [`QpLink::with`] to finish, so a holder never sees a QP that is being destroyed.
 #[pin_data]
 pub struct QpLink<T: Driver> {
     #[pin]
-    qp: Mutex<Option<LivePtr>>,
+    qp: SpinLockBh<Option<LivePtr>>,
     /// The QP's address as an identity (completions name their QP by it); never dereferenced.
     id: core::sync::atomic::AtomicPtr<bindings::ib_qp>,
     _driver: PhantomData<fn() -> T>,
@@ -45,7 +47,7 @@ impl<T: Driver> QpLink<T> {
     fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                qp <- new_mutex!(None),
+                qp <- new_spinlock_bh!(None, "QpLink::qp"),
                 id: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
                 _driver: PhantomData,
             }),
@@ -53,7 +55,8 @@ impl<T: Driver> QpLink<T> {
         )
     }
 
-    /// Runs `f` on the QP if it is still alive; may sleep.
+    /// Runs `f` on the QP if it is still alive. `f` runs under a spinlock, with softirqs off:
+    /// it must not sleep.
     pub fn with<R>(&self, f: impl FnOnce(&Qp<T>) -> R) -> Option<R> {
         let guard = self.qp.lock();
         let qp = guard.as_ref()?.0.as_ptr();
@@ -671,7 +674,13 @@ pub(crate) unsafe fn post_send<T: Driver>(
     if wr.is_null() {
         return T::doorbell(this);
     }
-    // SAFETY: Per the safety requirement.
+    // A user QP's WRs would come from user memory (the `POST_SEND` command with a list), their
+    // SGEs naming any address: only kernel consumers' WRs become `SendWr`s.
+    // SAFETY: Per the safety requirement `qp` is live; `uobject` is set at creation.
+    if unsafe { !(*qp).uobject.is_null() } {
+        return Err(EINVAL);
+    }
+    // SAFETY: Per the safety requirement; a kernel QP's WRs come from kernel consumers.
     unsafe { super::wr::post_send_list(this, qp, wr, bad_wr) }
 }
 
@@ -687,7 +696,12 @@ pub(crate) unsafe fn post_recv<T: Driver>(
 ) -> Result {
     // SAFETY: Per the safety requirement.
     let this = unsafe { Qp::<T>::from_raw(qp) };
-    // SAFETY: Per the safety requirement.
+    // As for `post_send`: only kernel consumers' WRs become `RecvBuf`s.
+    // SAFETY: Per the safety requirement `qp` is live; `uobject` is set at creation.
+    if unsafe { !(*qp).uobject.is_null() } {
+        return Err(EINVAL);
+    }
+    // SAFETY: Per the safety requirement; a kernel QP's WRs come from kernel consumers.
     unsafe { super::wr::post_recv_list(this, qp, wr, bad_wr) }
 }
 
