@@ -42,6 +42,12 @@ pub(crate) enum BthError {
 /// Mask of the 24-bit queue pair number.
 pub(crate) const QPN_MASK: u32 = 0x00ff_ffff;
 
+/// Whether a packet's P_Key admits it to a QP whose P_Key is `qp_pkey` (IBA 10.9.3): the same
+/// 15-bit key, and at least one of the two a full member (the top bit set).
+pub(crate) const fn pkey_matches(pkt_pkey: u16, qp_pkey: u16) -> bool {
+    pkt_pkey & 0x7fff == qp_pkey & 0x7fff && (pkt_pkey | qp_pkey) & 0x8000 != 0
+}
+
 impl Bth {
     /// A BTH to `dest_qpn` with `psn`, no flags, no pad and the default P_Key; callers set what
     /// differs with struct update syntax.
@@ -109,6 +115,17 @@ impl Bth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pkeys_match_by_key_and_membership() {
+        assert!(pkey_matches(0xffff, 0xffff));
+        assert!(pkey_matches(0x7fff, 0xffff));
+        assert!(pkey_matches(0xffff, 0x7fff));
+        // Two limited members may not talk; another key never.
+        assert!(!pkey_matches(0x7fff, 0x7fff));
+        assert!(!pkey_matches(0x8001, 0xffff));
+        assert!(!pkey_matches(0x0000, 0xffff));
+    }
 
     /// The RoCEv2 CNP of the Mellanox packet-format example: opcode 0x81, BECN, QPN 0xd2.
     const CNP: [u8; 12] = [

@@ -12,7 +12,7 @@ use super::{
 };
 
 /// Where a packet goes: RoCE v2 over IPv4 or over IPv6.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Path {
     V4(Ipv4Path),
     V6(Ipv6Path),
@@ -24,6 +24,23 @@ impl Path {
         match self {
             Path::V4(p) => p.saddr == p.daddr,
             Path::V6(p) => p.saddr == p.daddr,
+        }
+    }
+
+    /// Whether a received packet with IP header `ip` comes back along this path: from its
+    /// destination, to its source (RC and UC QPs take packets from their peer only).
+    pub(crate) fn answers(&self, ip: &[u8]) -> bool {
+        match self {
+            Path::V4(p) => {
+                ip.len() == IPV4_HDR_LEN
+                    && ip.get(12..16) == Some(&p.daddr[..])
+                    && ip.get(16..20) == Some(&p.saddr[..])
+            }
+            Path::V6(p) => {
+                ip.len() == IPV6_HDR_LEN
+                    && ip.get(8..24) == Some(&p.daddr[..])
+                    && ip.get(24..40) == Some(&p.saddr[..])
+            }
         }
     }
 
@@ -75,7 +92,7 @@ impl Path {
 }
 
 /// Where an IPv6 packet goes and how it is marked.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ipv6Path {
     pub(crate) saddr: [u8; 16],
     pub(crate) daddr: [u8; 16],
@@ -88,7 +105,7 @@ pub(crate) struct Ipv6Path {
 }
 
 /// Where an IPv4 packet goes and how it is marked.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ipv4Path {
     pub(crate) saddr: [u8; 4],
     pub(crate) daddr: [u8; 4],
@@ -281,6 +298,54 @@ pub(crate) const fn flow_label(lqpn: u32, rqpn: u32) -> u32 {
     v ^= v >> 20;
     v ^= v >> 40;
     (v & 0xf_ffff) as u32
+}
+
+#[cfg(test)]
+mod answers_tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_answered_from_its_peer_only() {
+        let p = Path::V4(Ipv4Path {
+            saddr: [10, 0, 0, 1],
+            daddr: [10, 0, 0, 2],
+            tos: 0,
+            ttl: 64,
+            sport: 0xc000,
+        });
+        let mut ip = [0u8; IPV4_HDR_LEN];
+        ip[0] = 0x45;
+        ip[12..16].copy_from_slice(&[10, 0, 0, 2]);
+        ip[16..20].copy_from_slice(&[10, 0, 0, 1]);
+        assert!(p.answers(&ip));
+        // Spoofed source, another destination, the wrong family.
+        let mut spoof = ip;
+        spoof[15] = 9;
+        assert!(!p.answers(&spoof));
+        let mut other = ip;
+        other[19] = 7;
+        assert!(!p.answers(&other));
+        assert!(!p.answers(&[0u8; IPV6_HDR_LEN]));
+        let mut s6 = [0u8; 16];
+        s6[15] = 1;
+        let mut d6 = [0u8; 16];
+        d6[15] = 2;
+        let p6 = Path::V6(Ipv6Path {
+            saddr: s6,
+            daddr: d6,
+            tclass: 0,
+            hop_limit: 64,
+            flow_label: 0,
+            sport: 0xc000,
+        });
+        let mut ip6 = [0u8; IPV6_HDR_LEN];
+        ip6[0] = 0x60;
+        ip6[8..24].copy_from_slice(&d6);
+        ip6[24..40].copy_from_slice(&s6);
+        assert!(p6.answers(&ip6));
+        ip6[23] = 3;
+        assert!(!p6.answers(&ip6));
+    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,10 @@ pub(crate) mod mtu;
 pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod psn;
+pub(crate) mod responder;
 pub(crate) mod ring;
 pub(crate) mod timeouts;
+pub(crate) mod window;
 pub(crate) mod wqe;
 
 /// The IANA UDP destination port of RoCEv2.

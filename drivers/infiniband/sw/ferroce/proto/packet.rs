@@ -137,6 +137,33 @@ pub(crate) struct ExtHeaders {
     pub(crate) ieth: Option<Ieth>,
 }
 
+/// The headers of a received packet and where its parts lie in its UDP payload; what the
+/// receiver parses before it touches the payload, which may not be contiguous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Headers {
+    /// The base transport header.
+    pub(crate) bth: Bth,
+    /// What the opcode implies.
+    pub(crate) info: &'static OpInfo,
+    /// The extension headers.
+    pub(crate) ext: ExtHeaders,
+    /// Length of BTH and extension headers: where the payload starts.
+    pub(crate) hdr_len: usize,
+    /// Length of the payload, without pad and ICRC.
+    pub(crate) payload_len: usize,
+}
+
+impl Headers {
+    /// Where the ICRC starts in the UDP payload: after headers, payload and pad.
+    pub(crate) fn icrc_offset(&self) -> usize {
+        self.hdr_len + self.payload_len + usize::from(self.bth.pad)
+    }
+}
+
+/// The most header bytes any opcode carries (BTH and AtomicETH); [`parse_headers`] needs at
+/// most this many, or the whole UDP payload if it is shorter.
+pub(crate) const MAX_HDR_LEN: usize = 48;
+
 /// A received packet, split into its parts. Borrows the payload from the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Packet<'a> {
@@ -178,23 +205,39 @@ impl Reader<'_> {
 
 /// Parses the UDP payload of a RoCEv2 packet: BTH, extension headers, payload, pad, ICRC.
 pub(crate) fn parse(udp_payload: &[u8]) -> Result<Packet<'_>, DropReason> {
-    let (body, icrc) = udp_payload
-        .split_last_chunk::<ICRC_LEN>()
+    let h = parse_headers(udp_payload, udp_payload.len())?;
+    let payload = udp_payload
+        .get(h.hdr_len..h.hdr_len + h.payload_len)
         .ok_or(DropReason::Truncated)?;
-    let bth = Bth::parse(body).map_err(|e| match e {
+    let icrc = udp_payload
+        .last_chunk::<ICRC_LEN>()
+        .ok_or(DropReason::Truncated)?;
+    Ok(Packet {
+        bth: h.bth,
+        info: h.info,
+        ext: h.ext,
+        payload,
+        hdr_len: h.hdr_len,
+        icrc_wire: u32::from_le_bytes(*icrc),
+    })
+}
+
+/// Parses the headers of a RoCEv2 packet whose UDP payload is `len` bytes long and starts with
+/// `head` (at least [`MAX_HDR_LEN`] bytes of it, or all of it), and checks that the lengths add
+/// up: headers, payload, pad and ICRC.
+pub(crate) fn parse_headers(head: &[u8], len: usize) -> Result<Headers, DropReason> {
+    let body_len = len.checked_sub(ICRC_LEN).ok_or(DropReason::Truncated)?;
+    let head = head.get(..head.len().min(body_len)).ok_or(DropReason::Truncated)?;
+    let bth = Bth::parse(head).map_err(|e| match e {
         BthError::Truncated => DropReason::Truncated,
         BthError::BadVersion => DropReason::BadHeader,
     })?;
     let info = OpInfo::lookup(bth.opcode).ok_or(DropReason::UnknownOpcode)?;
-    let (hdrs, rest) = body
-        .split_at_checked(info.hdr_len)
-        .ok_or(DropReason::Truncated)?;
+    let hdrs = head.get(..info.hdr_len).ok_or(DropReason::Truncated)?;
+    let rest = body_len - info.hdr_len;
     let pad = usize::from(bth.pad);
-    let payload_len = rest.len().checked_sub(pad).ok_or(DropReason::BadLength)?;
-    let (payload, _pad) = rest
-        .split_at_checked(payload_len)
-        .ok_or(DropReason::BadLength)?;
-    check_length(info, payload.len(), rest.len())?;
+    let payload_len = rest.checked_sub(pad).ok_or(DropReason::BadLength)?;
+    check_length(info, payload_len, rest)?;
 
     let mut r = Reader(hdrs);
     r.bytes::<BTH_LEN>()?;
@@ -239,13 +282,12 @@ pub(crate) fn parse(udp_payload: &[u8]) -> Result<Packet<'_>, DropReason> {
         }
     }
 
-    Ok(Packet {
+    Ok(Headers {
         bth,
         info,
         ext,
-        payload,
         hdr_len: info.hdr_len,
-        icrc_wire: u32::from_le_bytes(*icrc),
+        payload_len,
     })
 }
 
@@ -493,6 +535,32 @@ mod tests {
         (0..len)
             .map(|i| (i as u8).wrapping_mul(13) ^ 0xa5)
             .collect()
+    }
+
+    #[test]
+    fn headers_fit_max_hdr_len() {
+        for op in 0..=255u8 {
+            if let Some(info) = OpInfo::lookup(op) {
+                assert!(info.hdr_len <= MAX_HDR_LEN, "{op:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn headers_from_a_prefix_match_the_whole_parse() {
+        for (op, len) in [(0x04u8, 100usize), (0x0a, 1024), (0x0c, 0), (0x11, 0), (0x64, 9)] {
+            let pkt = build(op, &payload(len));
+            let whole = parse(&pkt).unwrap();
+            for cut in [MAX_HDR_LEN, pkt.len()] {
+                let h = parse_headers(&pkt[..cut.min(pkt.len())], pkt.len()).unwrap();
+                assert_eq!((h.bth, h.ext, h.hdr_len), (whole.bth, whole.ext, whole.hdr_len));
+                assert_eq!(h.payload_len, whole.payload.len());
+                assert_eq!(h.icrc_offset() + 4, pkt.len());
+            }
+        }
+        // A prefix shorter than the headers is truncated, whatever the length claims.
+        let pkt = build(0x0a, &payload(64));
+        assert_eq!(parse_headers(&pkt[..20], pkt.len()), Err(DropReason::Truncated));
     }
 
     #[test]

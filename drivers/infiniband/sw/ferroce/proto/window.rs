@@ -1,0 +1,785 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC requester's window: which PSNs are out, what an ACK, NAK or read response from the
+//! peer means for each started WQE, and what to send again (IBA 9.7.5, go-back-N).
+//!
+//! Started WQEs are [`Entry`]s, oldest first, each owning a PSN range; the [`Window`] holds the
+//! PSNs `una` (oldest not yet answered) <= `nxt` (next to transmit) <= `end` (next to assign),
+//! and `sent_end`, past the newest PSN sent. Every response is first placed against that range:
+//! one beyond what was sent answers nothing (forged or corrupt) and one before `una` is old.
+//!
+//! Reordering is tolerated: each READ counts its own responses, so a response that overtakes
+//! another READ's tail lands where it belongs, and a READ seen short asks for its missing
+//! responses once (not every READ after it from the start).
+
+use super::psn::Psn;
+use super::wqe::WcStatus;
+
+/// PSNs the requester sends beyond the oldest unanswered one. Go-back-N resends up to this many
+/// after a loss.
+pub(crate) const WINDOW: i32 = 256;
+/// Read responses that arrive past a READ's first missing one before it asks for them again:
+/// a path may reorder a little (packets of one flow sent from two CPUs), and asking at the
+/// first out-of-order response would make the peer send everything from there twice.
+pub(crate) const REORDER_SLACK: u32 = 16;
+
+/// What a started WQE asks the peer to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Send,
+    Write,
+    Read,
+}
+
+/// One started WQE as the window sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    kind: Kind,
+    first: Psn,
+    /// PSNs it takes: its packets, or for a READ its responses. 0 for one that failed before
+    /// anything was sent.
+    npkts: u32,
+    /// SEND/WRITE: packets answered, from the first; READ: responses received, in order.
+    done: u32,
+    status: WcStatus,
+    /// READ: the response it last asked for again, so a gap is asked about once.
+    asked: Option<u32>,
+    /// READ: ask for the missing responses now (a gap, or a later answer that passed it).
+    ask: bool,
+    /// READ: responses seen past the first missing one since the last that landed.
+    passed: u32,
+}
+
+impl Entry {
+    /// A WQE whose `npkts` PSNs start at `first`.
+    pub(crate) fn new(kind: Kind, first: Psn, npkts: u32) -> Self {
+        Self {
+            kind,
+            first,
+            npkts,
+            done: 0,
+            status: WcStatus::Success,
+            asked: None,
+            ask: false,
+            passed: 0,
+        }
+    }
+
+    /// A WQE that failed before it took any PSN (a bad WQE in the ring).
+    pub(crate) fn refused(kind: Kind, at: Psn, status: WcStatus) -> Self {
+        Self {
+            status,
+            ..Self::new(kind, at, 0)
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub(crate) fn first(&self) -> Psn {
+        self.first
+    }
+
+    pub(crate) fn npkts(&self) -> u32 {
+        self.npkts
+    }
+
+    /// The PSN after its own.
+    pub(crate) fn end(&self) -> Psn {
+        self.first.add(self.npkts)
+    }
+
+    /// Responses received (READ) or packets answered (SEND, WRITE).
+    pub(crate) fn done(&self) -> u32 {
+        self.done
+    }
+
+    pub(crate) fn status(&self) -> WcStatus {
+        self.status
+    }
+
+    /// Whether it still waits for the peer.
+    pub(crate) fn pending(&self) -> bool {
+        self.status == WcStatus::Success && self.done < self.npkts
+    }
+
+    /// Whether it is over, answered or failed: it may complete.
+    pub(crate) fn finished(&self) -> bool {
+        !self.pending()
+    }
+
+    /// The first PSN of it not answered yet.
+    pub(crate) fn missing(&self) -> Psn {
+        self.first.add(self.done)
+    }
+
+    /// Whether `psn` is one of its PSNs.
+    pub(crate) fn holds(&self, psn: Psn) -> bool {
+        let i = psn.diff(self.first);
+        // CAST: `i` is checked non-negative.
+        i >= 0 && (i as u32) < self.npkts
+    }
+
+    /// Fails it with `status` (a NAK, a local error, retries spent).
+    pub(crate) fn fail(&mut self, status: WcStatus) {
+        if self.status == WcStatus::Success {
+            self.status = status;
+        }
+    }
+
+    /// A UC WQE: every packet up to `next` went out, which is all UC waits for.
+    pub(crate) fn sent_through(&mut self, next: Psn) {
+        let n = next.diff(self.first).clamp(0, self.npkts as i32);
+        // CAST: Clamped to `0..=npkts`.
+        self.done = self.done.max(n as u32);
+    }
+
+    /// READ: whether it wants to ask for missing responses (see [`Entry::take_ask`]).
+    pub(crate) fn asking(&self) -> bool {
+        self.ask && self.pending()
+    }
+
+    /// READ: the missing responses to ask for now, if it should ask (once per gap).
+    pub(crate) fn take_ask(&mut self) -> Option<u32> {
+        if !core::mem::take(&mut self.ask) || !self.pending() {
+            return None;
+        }
+        Some(self.done)
+    }
+
+    /// READ: asks for its missing responses, unless it already asked from there.
+    fn want_missing(&mut self) {
+        if self.kind == Kind::Read && self.pending() && self.asked != Some(self.done) {
+            self.asked = Some(self.done);
+            self.ask = true;
+        }
+    }
+
+    /// READ: a response later than its first missing one arrived; after [`REORDER_SLACK`] of
+    /// them the missing ones count as lost.
+    fn passed_by(&mut self) {
+        if self.kind == Kind::Read && self.pending() {
+            self.passed += 1;
+            if self.passed >= REORDER_SLACK {
+                self.want_missing();
+            }
+        }
+    }
+
+    /// The peer answered everything of it through `psn` (an ACK or an implied one). A READ
+    /// cannot be answered so: what it misses was lost, and it asks again.
+    fn answered_through(&mut self, psn: Psn) {
+        if !self.pending() || psn.before(self.first) {
+            return;
+        }
+        match self.kind {
+            Kind::Read => self.want_missing(),
+            Kind::Send | Kind::Write => {
+                let n = psn.diff(self.first).saturating_add(1).clamp(0, self.npkts as i32);
+                // CAST: Clamped to `0..=npkts`.
+                self.done = self.done.max(n as u32);
+            }
+        }
+    }
+}
+
+/// What the window works on: a started WQE, the driver's with its copy and buffers, or a bare
+/// [`Entry`] (the tests').
+pub(crate) trait Started {
+    fn entry(&self) -> &Entry;
+    fn entry_mut(&mut self) -> &mut Entry;
+}
+
+impl Started for Entry {
+    fn entry(&self) -> &Entry {
+        self
+    }
+
+    fn entry_mut(&mut self) -> &mut Entry {
+        self
+    }
+}
+
+/// Where a response's PSN lies against what was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Within what was sent and not yet answered (or, for an ACK, the last PSN answered).
+    Current,
+    /// Before `una`: answered already; a duplicate or a late one.
+    Old,
+    /// At or past `sent_end`: nothing sent has that PSN.
+    Beyond,
+}
+
+/// What a read response means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadOutcome {
+    /// The next response of the READ at `idx` in flight: it is response `index` of it.
+    Next { idx: usize, index: u32 },
+    /// One received already.
+    Duplicate,
+    /// Responses before it went missing: the READ at `idx` asks for them (if it has not).
+    Gap { idx: usize },
+    /// For no READ in flight.
+    NotOurs,
+}
+
+/// The requester's PSNs: `una` <= `nxt` <= `end`, and `una` <= `sent_end` <= `end`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Window {
+    una: Psn,
+    nxt: Psn,
+    end: Psn,
+    sent_end: Psn,
+}
+
+impl Window {
+    /// An empty window whose first PSN is `psn`.
+    pub(crate) fn starting_at(psn: Psn) -> Self {
+        Self {
+            una: psn,
+            nxt: psn,
+            end: psn,
+            sent_end: psn,
+        }
+    }
+
+    pub(crate) fn una(&self) -> Psn {
+        self.una
+    }
+
+    pub(crate) fn nxt(&self) -> Psn {
+        self.nxt
+    }
+
+    /// The next PSN to assign (the QP's `sq_psn`).
+    pub(crate) fn end(&self) -> Psn {
+        self.end
+    }
+
+    /// Gives `npkts` PSNs to a new WQE; returns the first.
+    pub(crate) fn assign(&mut self, npkts: u32) -> Psn {
+        let first = self.end;
+        self.end = self.end.add(npkts);
+        first
+    }
+
+    /// Whether the window lets `nxt` go out.
+    pub(crate) fn may_send(&self) -> bool {
+        self.nxt.before(self.end) && self.nxt.diff(self.una) < WINDOW
+    }
+
+    /// Whether anything assigned is still to be sent.
+    pub(crate) fn unsent(&self) -> bool {
+        self.nxt != self.end
+    }
+
+    /// Everything before `next` went out.
+    pub(crate) fn sent(&mut self, next: Psn) {
+        if next.diff(self.nxt) > 0 && next.diff(self.end) <= 0 {
+            self.nxt = next;
+        }
+        if self.nxt.diff(self.sent_end) > 0 {
+            self.sent_end = self.nxt;
+        }
+    }
+
+    /// Nothing to send at or after `nxt` (what is left failed or was answered).
+    pub(crate) fn skip_to_end(&mut self) {
+        self.sent(self.end);
+    }
+
+    /// Where an ACK's PSN (the last one it answers) lies.
+    pub(crate) fn place_ack(&self, psn: Psn) -> Place {
+        if psn.diff(self.sent_end) >= 0 {
+            Place::Beyond
+        } else if psn.diff(self.una) < -1 {
+            Place::Old
+        } else {
+            Place::Current
+        }
+    }
+
+    /// Where a NAK's or read response's PSN (a request it answers) lies.
+    pub(crate) fn place(&self, psn: Psn) -> Place {
+        if psn.diff(self.sent_end) >= 0 {
+            Place::Beyond
+        } else if psn.before(self.una) {
+            Place::Old
+        } else {
+            Place::Current
+        }
+    }
+
+    /// An ACK answered everything through `psn` (already placed [`Place::Current`]).
+    pub(crate) fn ack(&mut self, entries: &mut [impl Started], psn: Psn) {
+        for e in entries.iter_mut().map(Started::entry_mut) {
+            if psn.before(e.first) {
+                break;
+            }
+            e.answered_through(psn);
+        }
+        self.settle(entries);
+    }
+
+    /// A NAK for the request at `psn`: everything before it was answered (IBA C9-114 ff.).
+    /// A sequence or RNR NAK sends again from `psn`; [`Window::fail_at`] handles the others.
+    pub(crate) fn nak(&mut self, entries: &mut [impl Started], psn: Psn) {
+        self.ack(entries, psn.add(Psn::MASK));
+        if !psn.before(self.una) && psn.diff(self.sent_end) < 0 {
+            self.nxt = psn;
+        }
+    }
+
+    /// A NAK that fails the request at `psn` (invalid request, remote access, remote
+    /// operational error): what came before was answered, the WQE holding `psn` fails.
+    /// Returns whether one did.
+    pub(crate) fn fail_at(
+        &mut self,
+        entries: &mut [impl Started],
+        psn: Psn,
+        status: WcStatus,
+    ) -> bool {
+        self.ack(entries, psn.add(Psn::MASK));
+        let hit = entries
+            .iter_mut()
+            .map(Started::entry_mut)
+            .find(|e| e.pending() && e.holds(psn));
+        let failed = hit.is_some();
+        if let Some(e) = hit {
+            e.fail(status);
+        }
+        self.settle(entries);
+        failed
+    }
+
+    /// A read response with `psn` (already placed [`Place::Current`]).
+    pub(crate) fn read_response(
+        &mut self,
+        entries: &mut [impl Started],
+        psn: Psn,
+    ) -> ReadOutcome {
+        let Some(idx) = entries
+            .iter()
+            .map(Started::entry)
+            .position(|e| e.kind == Kind::Read && e.holds(psn))
+        else {
+            return ReadOutcome::NotOurs;
+        };
+        let (before, rest) = entries.split_at_mut(idx);
+        let Some(e) = rest.first_mut().map(Started::entry_mut) else {
+            return ReadOutcome::NotOurs;
+        };
+        // The responder answers in order: a response of this READ answers every SEND and
+        // WRITE before it, and any earlier READ still short lost its tail (or it comes late).
+        for b in before.iter_mut().map(Started::entry_mut) {
+            match b.kind {
+                Kind::Read => b.passed_by(),
+                Kind::Send | Kind::Write => b.answered_through(e.first.add(Psn::MASK)),
+            }
+        }
+        if !e.pending() {
+            return ReadOutcome::Duplicate;
+        }
+        let d = psn.diff(e.missing());
+        if d < 0 {
+            return ReadOutcome::Duplicate;
+        }
+        if d > 0 {
+            e.passed_by();
+            return ReadOutcome::Gap { idx };
+        }
+        ReadOutcome::Next { idx, index: e.done }
+    }
+
+    /// Response `index` of the READ at `idx` landed.
+    pub(crate) fn read_landed(&mut self, entries: &mut [impl Started], idx: usize, index: u32) {
+        if let Some(e) = entries.get_mut(idx).map(Started::entry_mut) {
+            if e.kind == Kind::Read && e.pending() && e.done == index {
+                e.done += 1;
+                e.passed = 0;
+                if e.asked.is_some_and(|a| a < e.done) {
+                    e.asked = None;
+                }
+            }
+        }
+        self.settle(entries);
+    }
+
+    /// The timer fired with nothing answered: go back to `una` and ask everything again.
+    pub(crate) fn rewind(&mut self, entries: &mut [impl Started]) {
+        for e in entries.iter_mut().map(Started::entry_mut) {
+            e.asked = None;
+            e.ask = false;
+            e.passed = 0;
+        }
+        self.nxt = self.una;
+    }
+
+    /// Moves `una` to the first PSN not answered; returns whether it moved.
+    pub(crate) fn settle(&mut self, entries: &[impl Started]) -> bool {
+        let una = entries
+            .iter()
+            .map(Started::entry)
+            .find(|e| e.pending())
+            .map_or(self.sent_end, Entry::missing);
+        if una.diff(self.una) <= 0 {
+            return false;
+        }
+        self.una = una;
+        if self.nxt.before(una) {
+            self.nxt = una;
+        }
+        true
+    }
+
+    /// The entry that holds `nxt`, and which of its packets (a READ: from which response to
+    /// ask); `None` if nothing pending holds it.
+    pub(crate) fn to_send(&self, entries: &[impl Started]) -> Option<(usize, u32)> {
+        let idx = entries
+            .iter()
+            .map(Started::entry)
+            .position(|e| e.pending() && e.end().diff(self.nxt) > 0)?;
+        let e = entries.get(idx)?.entry();
+        // A READ asks for what it misses: the responses before `done` landed.
+        let i = match e.kind {
+            Kind::Read => e.done,
+            // CAST: `max(0)`: `nxt` may lie before the entry (in a gap of finished ones).
+            Kind::Send | Kind::Write => self.nxt.diff(e.first).max(0) as u32,
+        };
+        Some((idx, i))
+    }
+}
+
+/// Whether a read response of `payload_len` bytes fits where it lands: response `index` of a
+/// READ of `len` bytes in `npkts` responses of `mtu` bytes, as a first, middle, last or only one
+/// (IBA 9.7.5.1: all but the last carry exactly one MTU).
+pub(crate) fn read_response_fits(
+    index: u32,
+    npkts: u32,
+    starts: bool,
+    ends: bool,
+    payload_len: usize,
+    mtu: u32,
+    len: u32,
+) -> bool {
+    let last = index + 1 == npkts;
+    if starts != (index == 0) || ends != last {
+        return false;
+    }
+    let off = u64::from(index) * u64::from(mtu);
+    let want = (u64::from(len).saturating_sub(off)).min(u64::from(mtu));
+    payload_len as u64 == want
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window with `entries` started back to back from `start`, all sent.
+    fn sent(start: u32, specs: &[(Kind, u32)]) -> (Window, Vec<Entry>) {
+        let mut w = Window::starting_at(Psn::new(start));
+        let entries: Vec<Entry> = specs
+            .iter()
+            .map(|&(k, n)| Entry::new(k, w.assign(n), n))
+            .collect();
+        w.sent(w.end());
+        (w, entries)
+    }
+
+    fn psn(p: u32) -> Psn {
+        Psn::new(p)
+    }
+
+    #[test]
+    fn acks_retire_whole_and_partial_wqes() {
+        let (mut w, mut e) = sent(100, &[(Kind::Send, 1), (Kind::Write, 4), (Kind::Send, 2)]);
+        assert_eq!(w.place_ack(psn(102)), Place::Current);
+        w.ack(&mut e, psn(102));
+        assert!(e[0].finished() && e[1].pending());
+        assert_eq!((e[1].done(), w.una()), (2, psn(103)));
+        w.ack(&mut e, psn(106));
+        assert!(e.iter().all(Entry::finished));
+        assert_eq!(w.una(), psn(107));
+    }
+
+    #[test]
+    fn acks_outside_what_was_sent_are_placed_apart() {
+        let (mut w, mut e) = sent(100, &[(Kind::Send, 4)]);
+        w.ack(&mut e, psn(101));
+        // The last PSN answered already: a duplicate ACK, still current; older ones are old.
+        assert_eq!(w.place_ack(psn(101)), Place::Current);
+        assert_eq!(w.place_ack(psn(100)), Place::Old);
+        assert_eq!(w.place_ack(psn(104)), Place::Beyond);
+        assert_eq!(w.place_ack(psn(100 + (1 << 22))), Place::Beyond);
+        // A NAK names a request: the one at `una` or later.
+        assert_eq!(w.place(psn(101)), Place::Old);
+        assert_eq!(w.place(psn(102)), Place::Current);
+    }
+
+    #[test]
+    fn nothing_sent_means_every_response_is_beyond() {
+        let w = Window::starting_at(psn(7));
+        assert_eq!(w.place_ack(psn(7)), Place::Beyond);
+        assert_eq!(w.place(psn(6)), Place::Old);
+        assert_eq!(w.place(psn(7)), Place::Beyond);
+    }
+
+    #[test]
+    fn sequence_nak_answers_what_is_before_and_goes_back() {
+        let (mut w, mut e) = sent(0, &[(Kind::Send, 3), (Kind::Write, 3)]);
+        w.nak(&mut e, psn(4));
+        assert!(e[0].finished());
+        assert_eq!((e[1].done(), w.una(), w.nxt()), (1, psn(4), psn(4)));
+        assert!(w.may_send());
+        assert_eq!(w.to_send(&e), Some((1, 1)));
+    }
+
+    #[test]
+    fn a_nak_for_an_old_psn_does_not_go_back() {
+        let (mut w, mut e) = sent(0, &[(Kind::Send, 3), (Kind::Send, 3)]);
+        w.ack(&mut e, psn(3));
+        w.nak(&mut e, psn(1));
+        assert_eq!((w.una(), w.nxt()), (psn(4), psn(6)));
+    }
+
+    #[test]
+    fn fatal_nak_fails_the_wqe_that_holds_its_psn() {
+        let (mut w, mut e) = sent(0, &[(Kind::Send, 2), (Kind::Write, 2), (Kind::Send, 1)]);
+        assert!(w.fail_at(&mut e, psn(3), WcStatus::RemAccessErr));
+        assert!(e[0].finished() && e[0].status() == WcStatus::Success);
+        assert_eq!(e[1].status(), WcStatus::RemAccessErr);
+        assert!(e[2].pending());
+        // A second one for the same WQE changes nothing.
+        assert!(!w.fail_at(&mut e, psn(3), WcStatus::RemInvReqErr));
+        assert_eq!(e[1].status(), WcStatus::RemAccessErr);
+    }
+
+    #[test]
+    fn read_responses_land_in_order() {
+        let (mut w, mut e) = sent(10, &[(Kind::Read, 3)]);
+        for i in 0..3 {
+            assert_eq!(w.read_response(&mut e, psn(10 + i)), ReadOutcome::Next { idx: 0, index: i });
+            w.read_landed(&mut e, 0, i);
+        }
+        assert!(e[0].finished());
+        assert_eq!(w.una(), psn(13));
+        assert_eq!(w.read_response(&mut e, psn(11)), ReadOutcome::Duplicate);
+        assert_eq!(w.read_response(&mut e, psn(13)), ReadOutcome::NotOurs);
+    }
+
+    /// Feeds responses `from..to` of the READ at `idx` that do not land (they lie past a gap).
+    fn past_gap(w: &mut Window, e: &mut [Entry], from: u32, to: u32) {
+        for p in from..to {
+            assert!(matches!(w.read_response(e, psn(p)), ReadOutcome::Gap { .. }));
+        }
+    }
+
+    #[test]
+    fn a_read_gap_asks_once_after_the_reorder_slack() {
+        let n = REORDER_SLACK + 40;
+        let (mut w, mut e) = sent(0, &[(Kind::Read, n)]);
+        assert_eq!(w.read_response(&mut e, psn(0)), ReadOutcome::Next { idx: 0, index: 0 });
+        w.read_landed(&mut e, 0, 0);
+        // Response 1 is late: a few after it are reordering, not loss.
+        past_gap(&mut w, &mut e, 2, 1 + REORDER_SLACK);
+        assert_eq!(e[0].take_ask(), None);
+        past_gap(&mut w, &mut e, 1 + REORDER_SLACK, 2 + REORDER_SLACK);
+        assert_eq!(e[0].take_ask(), Some(1));
+        // The rest of the old stream: no second request.
+        past_gap(&mut w, &mut e, 2 + REORDER_SLACK, 4 + 2 * REORDER_SLACK);
+        assert_eq!(e[0].take_ask(), None);
+        // The new stream fills the gap; a later gap asks again, from there.
+        for i in 1..10 {
+            w.read_landed(&mut e, 0, i);
+        }
+        past_gap(&mut w, &mut e, 11, 11 + REORDER_SLACK);
+        assert_eq!(e[0].take_ask(), Some(10));
+    }
+
+    #[test]
+    fn a_late_read_response_lands_without_asking() {
+        let (mut w, mut e) = sent(0, &[(Kind::Read, 8)]);
+        past_gap(&mut w, &mut e, 1, 4);
+        assert_eq!(w.read_response(&mut e, psn(0)), ReadOutcome::Next { idx: 0, index: 0 });
+        w.read_landed(&mut e, 0, 0);
+        assert_eq!(e[0].take_ask(), None);
+    }
+
+    #[test]
+    fn a_later_read_answered_first_asks_for_the_earlier_tail_only() {
+        let (mut w, mut e) = sent(0, &[(Kind::Read, 4), (Kind::Read, 64)]);
+        for i in 0..2 {
+            w.read_landed(&mut e, 0, i);
+        }
+        // READ 2's responses overtake READ 1's last two; past the slack, READ 1 asks.
+        for i in 0..REORDER_SLACK {
+            assert_eq!(w.read_response(&mut e, psn(4 + i)), ReadOutcome::Next { idx: 1, index: i });
+            w.read_landed(&mut e, 1, i);
+        }
+        assert_eq!(e[0].take_ask(), Some(2));
+        assert_eq!(e[1].take_ask(), None);
+        // The late tail still lands.
+        assert_eq!(w.read_response(&mut e, psn(2)), ReadOutcome::Next { idx: 0, index: 2 });
+    }
+
+    #[test]
+    fn an_ack_past_a_short_read_asks_for_its_tail_and_answers_what_follows() {
+        let (mut w, mut e) = sent(0, &[(Kind::Read, 2), (Kind::Send, 1)]);
+        w.ack(&mut e, psn(2));
+        assert!(e[0].pending() && e[1].finished());
+        assert_eq!(e[0].take_ask(), Some(0));
+        assert_eq!(w.una(), psn(0));
+    }
+
+    #[test]
+    fn read_responses_answer_the_sends_before_them() {
+        let (mut w, mut e) = sent(0, &[(Kind::Send, 2), (Kind::Read, 1)]);
+        assert_eq!(w.read_response(&mut e, psn(2)), ReadOutcome::Next { idx: 1, index: 0 });
+        assert!(e[0].finished());
+    }
+
+    #[test]
+    fn timeout_goes_back_to_una_and_reads_ask_from_what_they_have() {
+        let (mut w, mut e) = sent(0, &[(Kind::Send, 2), (Kind::Read, 4)]);
+        w.ack(&mut e, psn(1));
+        w.read_landed(&mut e, 1, 0);
+        w.rewind(&mut e);
+        assert_eq!(w.nxt(), w.una());
+        assert_eq!(w.to_send(&e), Some((1, 1)));
+    }
+
+    #[test]
+    fn after_a_timeout_every_read_asks_only_for_what_it_misses() {
+        let (mut w, mut e) = sent(0, &[(Kind::Read, 4), (Kind::Read, 4)]);
+        w.read_landed(&mut e, 0, 0);
+        for p in 4..6 {
+            assert!(matches!(w.read_response(&mut e, psn(p)), ReadOutcome::Next { .. }));
+            w.read_landed(&mut e, 1, p - 4);
+        }
+        w.rewind(&mut e);
+        assert_eq!(w.to_send(&e), Some((0, 1)));
+        w.sent(e[0].end());
+        assert_eq!(w.to_send(&e), Some((1, 2)));
+    }
+
+    #[test]
+    fn uc_entries_finish_when_sent() {
+        let mut e = Entry::new(Kind::Send, psn(5), 3);
+        e.sent_through(psn(7));
+        assert!(e.pending());
+        e.sent_through(psn(8));
+        assert!(e.finished());
+    }
+
+    #[test]
+    fn refused_wqes_finish_with_their_status() {
+        let e = Entry::refused(Kind::Send, psn(1), WcStatus::LocQpOpErr);
+        assert!(e.finished());
+        assert_eq!((e.npkts(), e.status()), (0, WcStatus::LocQpOpErr));
+    }
+
+    #[test]
+    fn the_window_bounds_what_goes_out() {
+        let mut w = Window::starting_at(psn(0));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(300), 300)];
+        let mut n = 0;
+        while w.may_send() {
+            let (_, i) = w.to_send(&e).unwrap();
+            w.sent(e[0].first().add(i + 1));
+            n += 1;
+        }
+        assert_eq!(n, WINDOW as u32);
+        w.ack(&mut e, psn(9));
+        assert!(w.may_send());
+    }
+
+    #[test]
+    fn read_response_lengths() {
+        // 2500 bytes in three responses of 1024.
+        assert!(read_response_fits(0, 3, true, false, 1024, 1024, 2500));
+        assert!(read_response_fits(1, 3, false, false, 1024, 1024, 2500));
+        assert!(read_response_fits(2, 3, false, true, 452, 1024, 2500));
+        // A short last one would leave the buffer part unwritten.
+        assert!(!read_response_fits(2, 3, false, true, 400, 1024, 2500));
+        // A middle one short, a first in the middle, a last too early.
+        assert!(!read_response_fits(1, 3, false, false, 1000, 1024, 2500));
+        assert!(!read_response_fits(1, 3, true, false, 1024, 1024, 2500));
+        assert!(!read_response_fits(1, 3, false, true, 1024, 1024, 2500));
+        // Zero-length READ: one empty ONLY response.
+        assert!(read_response_fits(0, 1, true, true, 0, 1024, 0));
+    }
+
+    /// Deterministic xorshift, for the property tests below.
+    fn rng(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn invariants_hold_across_the_wrap_whatever_the_peer_says() {
+        for start in [0u32, Psn::MASK - 40, 1 << 23, Psn::MASK] {
+            let mut seed = 0x9e37_79b9_7f4a_7c15 ^ u64::from(start);
+            let mut w = Window::starting_at(psn(start));
+            let mut e: Vec<Entry> = Vec::new();
+            for _ in 0..20_000 {
+                match rng(&mut seed) % 8 {
+                    0 if e.len() < 16 => {
+                        let kind = [Kind::Send, Kind::Write, Kind::Read][rng(&mut seed) as usize % 3];
+                        let n = 1 + (rng(&mut seed) % 20) as u32;
+                        e.push(Entry::new(kind, w.assign(n), n));
+                    }
+                    1 => {
+                        while w.may_send() {
+                            let Some((idx, i)) = w.to_send(&e) else {
+                                w.skip_to_end();
+                                break;
+                            };
+                            let next = if e[idx].kind() == Kind::Read {
+                                e[idx].end()
+                            } else {
+                                e[idx].first().add(i + 1)
+                            };
+                            w.sent(next);
+                        }
+                    }
+                    2 | 3 => {
+                        // Any PSN near the window, answered by any kind of response.
+                        let p = w.una().add((rng(&mut seed) % 64) as u32).add(Psn::MASK - 31);
+                        match rng(&mut seed) % 4 {
+                            0 if w.place_ack(p) == Place::Current => w.ack(&mut e, p),
+                            1 if w.place(p) == Place::Current => w.nak(&mut e, p),
+                            2 if w.place(p) == Place::Current => {
+                                if let ReadOutcome::Next { idx, index } = w.read_response(&mut e, p)
+                                {
+                                    w.read_landed(&mut e, idx, index);
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    4 => w.rewind(&mut e),
+                    _ => {
+                        while e.first().is_some_and(Entry::finished) {
+                            e.remove(0);
+                        }
+                    }
+                }
+                assert!(w.una().diff(w.nxt()) <= 0, "una {:?} nxt {:?}", w.una(), w.nxt());
+                assert!(w.nxt().diff(w.end()) <= 0);
+                assert!(w.una().diff(w.sent_end) <= 0);
+                assert!(w.sent_end.diff(w.end()) <= 0);
+                for x in &e {
+                    assert!(x.done() <= x.npkts());
+                    // Nothing pending lies before `una`.
+                    if x.pending() {
+                        assert!(x.missing().diff(w.una()) >= 0);
+                    }
+                }
+            }
+        }
+    }
+}
