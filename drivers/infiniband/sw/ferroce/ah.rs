@@ -10,10 +10,11 @@ use crate::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
+    new_spinlock_irq,
     prelude::*,
+    rbtree::RBTree,
     rdma::{pd::Pd, qp::AhAttr, udata::Udata},
-    sync::Arc,
-    xarray::{AllocKind, XArray},
+    sync::{Arc, SpinLockIrq},
 };
 
 /// `struct rxe_create_ah_resp`: `ah_num`, reserved.
@@ -85,44 +86,45 @@ pub(crate) fn mapped_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
     (prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]).then(|| addr.try_into().ok())?
 }
 
-/// A device's AHs by number (1 ..= max_ah).
+/// A device's AHs by number (1 ..= max_ah). Its lock keeps interrupts off: UD sends look AHs
+/// up under their QP's lock, which softirqs take, and AHs are created and destroyed from any
+/// context (the CM does it under its own spinlocks).
 #[pin_data]
 pub(crate) struct AhTable {
     #[pin]
-    ahs: XArray<Arc<AhState>>,
+    ahs: SpinLockIrq<RBTree<u32, Arc<AhState>>>,
     cursor: AtomicU32,
 }
 
 impl AhTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            ahs <- XArray::new(AllocKind::Alloc1),
+            ahs <- new_spinlock_irq!(RBTree::new(), "ferroce::AhTable::ahs"),
             cursor: AtomicU32::new(0),
         })
     }
 
-    /// Stores `state` under a free number; returns it.
+    /// Stores `state` under a free number; returns it. Does not sleep.
     fn insert(&self, state: Arc<AhState>) -> Result<u32> {
         let max = limits::DEVICE_LIMITS.max_ah;
         let mut ahs = self.ahs.lock();
         let start = self.cursor.fetch_add(1, Ordering::Relaxed);
         let num = (0..max)
             .map(|i| start.wrapping_add(i) % max + 1)
-            .find(|&n| ahs.get(n as usize).is_none())
+            .find(|n| ahs.get(n).is_none())
             .ok_or(ENOMEM)?;
-        // Atomic, so the lock is held throughout and the number stays free.
-        let res = ahs.store(num as usize, state, GFP_ATOMIC);
-        drop(ahs);
-        res.map(|_| num).map_err(|e| e.error)
+        ahs.try_create_and_insert(num, state, GFP_ATOMIC)?;
+        Ok(num)
     }
 
-    /// The AH numbered `num`, if it exists.
+    /// The AH numbered `num`, if it exists. Any context.
     pub(crate) fn get(&self, num: u32) -> Option<Arc<AhState>> {
-        self.ahs.lock().get(num as usize).map(Arc::from)
+        self.ahs.lock().get(&num).cloned()
     }
 
     fn remove(&self, num: u32) {
-        let removed = self.ahs.lock().remove(num as usize);
+        // Freed after the lock (the last reference may be this one; freeing does not sleep).
+        let removed = self.ahs.lock().remove(&num);
         drop(removed);
     }
 }

@@ -61,6 +61,8 @@ counters! {
     DropNoRecvWqe => c"rcvd_drop_no_recv_wqe",
     DropBacklog => c"rcvd_drop_backlog",
     DropBadPsn => c"rcvd_drop_bad_psn",
+    DropBadPkey => c"rcvd_drop_bad_pkey",
+    DropBadAddress => c"rcvd_drop_bad_address",
     RxWriteRequests => c"rx_write_requests",
     RxReadRequests => c"rx_read_requests",
     RespRemoteAccessErrors => c"resp_remote_access_errors",

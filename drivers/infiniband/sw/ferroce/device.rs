@@ -4,14 +4,13 @@
 
 use crate::{
     ah::{AhTable, FerroceAh},
-    counters::{Counters, DESCS},
+    counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
     limits,
     mr::{FerroceMr, MrTable},
     net::PortsUse,
     proto::{eui64, mtu}, //
     qp::{FerroceQp, QpTable},
-    recv::RxQueue,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -36,9 +35,9 @@ use kernel::{
         udata::Udata,
         wr::{RecvBuf, SendWr, WcSink},
     },
-    sync::Arc,
+    sync::{aref::ARef, Arc},
     time::{delay::fsleep, Delta},
-    workqueue::{OwnedQueue, WQ_UNBOUND},
+    workqueue::{OwnedQueue, WQ_PERCPU},
 };
 
 /// The rdma_rxe uverbs ABI version that rdma-core's rxe provider expects.
@@ -49,10 +48,8 @@ pub(crate) struct Ferroce;
 
 /// Per-device state. The netdev is the core's to hold (`ib_device_set_netdev`).
 pub(crate) struct FerroceDevice {
-    /// Runs the device's data path; drained when the device goes (see `Drop`).
+    /// Runs the QPs' work; drained when the device goes (see `Drop`).
     pub(crate) wq: Arc<OwnedQueue>,
-    /// Received packets waiting for `wq`.
-    pub(crate) rx: Arc<RxQueue>,
     /// Active IB MTU in bytes, following the netdev MTU.
     ib_mtu: AtomicU32,
     guid: [u8; 8],
@@ -63,6 +60,9 @@ pub(crate) struct FerroceDevice {
     pub(crate) qps: Arc<QpTable>,
     /// Address handles by number.
     pub(crate) ahs: Arc<AhTable>,
+    /// The netdev the device is on, for the data path: the core's copy is behind a lock that
+    /// softirqs must not take.
+    pub(crate) netdev: ARef<NetDevice>,
     /// Keeps the namespace's UDP port open while the device exists.
     _ports: PortsUse,
 }
@@ -81,9 +81,9 @@ impl FerroceDevice {
 
 impl Drop for FerroceDevice {
     fn drop(&mut self) {
-        // QPs (and their timers) are gone, and so is the receive path; what is still queued
-        // may hold the last references to QP state, and with it to `wq`. Finish it here, so
-        // `wq` is never destroyed from one of its own workers.
+        // QPs (and their timers) are gone; work still queued may hold the last references to
+        // QP state, and with it to `wq`. Finish it here, so `wq` is never destroyed from one
+        // of its own workers.
         self.wq.drain();
     }
 }
@@ -337,14 +337,16 @@ impl LinkOps for Ferroce {
         let counters = Arc::new(Counters::new(), GFP_KERNEL)?;
         let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
         let data = FerroceDevice {
-            wq: Arc::new(OwnedQueue::new(name, WQ_UNBOUND)?, GFP_KERNEL)?,
-            rx: RxQueue::new(qps.clone(), counters.clone())?,
+            // Per CPU: a QP's work runs where it was kicked (where its packets were taken), so
+            // what it sends follows what was sent from there, in order.
+            wq: Arc::new(OwnedQueue::new(name, WQ_PERCPU)?, GFP_KERNEL)?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
             counters,
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
             qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
+            netdev: netdev.into(),
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {
@@ -367,6 +369,9 @@ impl NetdevNotifierHandler for Ferroce {
             // Also a move to another namespace: the device goes, as with C rxe.
             NetdevEvent::Unregister => dev.unregister_queued(),
             NetdevEvent::ChangeMtu => dev.data().set_link_mtu(netdev.mtu()),
+            NetdevEvent::Down | NetdevEvent::Change if !netdev.is_running_with_carrier() => {
+                dev.data().counters.inc(Counter::LinkDowned)
+            }
             // Port up/down events come from the RDMA core's own netdev notifier.
             _ => {}
         }

@@ -30,6 +30,7 @@ mod qp;
 mod queue;
 mod rc;
 mod rc_comp;
+mod rc_read;
 mod rc_resp;
 mod recv;
 mod send;

@@ -115,7 +115,7 @@ impl KernelQueues {
                         payload: &s.payload,
                     };
                     let mut psn = inner.attr.sq_psn;
-                    let res = send::send_datagram(qp, &d, inner.attr.qkey, &mut psn);
+                    let res = send::send_datagram(qp, shared, &d, inner.attr.qkey, &mut psn);
                     inner.attr.sq_psn = psn;
                     res.err().unwrap_or(WcStatus::Success)
                 }

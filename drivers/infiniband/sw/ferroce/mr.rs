@@ -6,16 +6,16 @@
 //! (bumped each time an index is reused) makes a stale key miss.
 
 use crate::limits;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     prelude::*,
     rdma::{
         mr::{MrKeys, MrRequest},
         pd::Pd,
+        pool::Pool,
         umem::UserMem,
     },
     sync::Arc,
-    xarray::{AllocKind, XArray},
 };
 
 use crate::device::Ferroce;
@@ -39,78 +39,64 @@ pub(crate) struct MrState {
     pub(crate) mem: UserMem,
     /// Set once, when the region enters the table.
     pub(crate) lkey: AtomicU32,
+    /// Cleared when the region is deregistered: a message under way that holds it stops
+    /// writing (or reading) it then.
+    live: AtomicBool,
 }
 
-/// A device's regions by key index.
+impl MrState {
+    /// Whether the region is still registered. Checked by the data path, under a QP's lock
+    /// (softirqs off, an RCU read-side section): deregistration clears it, then waits for an
+    /// RCU grace period, so once `ibv_dereg_mr` returns nothing touches the memory.
+    pub(crate) fn live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+}
+
+/// A device's regions by key index, found from any context (packets name them by rkey).
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
-    regions: XArray<Arc<MrState>>,
-    /// Where the search for a free index starts; also the source of tags.
-    cursor: AtomicU32,
+    regions: Pool<MrState>,
+    /// Source of the keys' low 8 bits: a key reused for a new region differs from the old one.
+    tags: AtomicU32,
 }
 
 impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            regions <- XArray::new(AllocKind::Alloc1),
-            cursor: AtomicU32::new(0),
+            // Index 0 is the kernel DMA region's, never in the table.
+            regions <- Pool::new(1..=limits::DEVICE_LIMITS.max_mr),
+            tags: AtomicU32::new(0),
         })
     }
 
-    /// Picks a key whose index is free now.
-    fn free_key(&self) -> Result<u32> {
-        let max = limits::DEVICE_LIMITS.max_mr;
-        let regions = self.regions.lock();
-        let start = self.cursor.fetch_add(1, Ordering::Relaxed);
-        (0..max)
-            .map(|i| start.wrapping_add(i))
-            .find(|n| regions.get((n % max + 1) as usize).is_none())
-            .map(|n| (n % max + 1) << 8 | (n & 0xff))
-            .ok_or(ENOMEM)
-    }
-
-    /// Stores `state` under a free key, which it records; returns the key.
+    /// Stores `state` under a free index, and records its key; returns the key.
     fn insert(&self, state: Arc<MrState>) -> Result<u32> {
-        loop {
-            let key = self.free_key()?;
-            let index = (key >> 8) as usize;
-            let mut regions = self.regions.lock();
-            if regions.get(index).is_some() {
-                // Taken between the two locks: try another key.
-                continue;
-            }
-            state.lkey.store(key, Ordering::Relaxed);
-            // Atomic: a sleeping store would drop the lock, and another insert could take the
-            // index meanwhile.
-            let res = regions.store(index, state, GFP_ATOMIC);
-            drop(regions);
-            // A failed store hands `state` back; unpinning it sleeps, so after the lock.
-            return res.map(|_| key).map_err(|e| e.error);
-        }
+        let tag = self.tags.fetch_add(1, Ordering::Relaxed) & 0xff;
+        // The key must be set before a lookup can find the region.
+        let key_of = |index: u32| index << 8 | tag;
+        let probe = state.clone();
+        let index = self.regions.alloc(state, GFP_KERNEL)?;
+        probe.lkey.store(key_of(index), Ordering::Release);
+        Ok(key_of(index))
     }
 
-    /// Finds the region of `key` (a stale or forged key finds nothing).
+    /// Finds the region of `key` (a stale or forged key finds nothing). Any context.
     pub(crate) fn get(&self, key: u32) -> Option<Arc<MrState>> {
-        let regions = self.regions.lock();
-        let state = regions.get((key >> 8) as usize)?;
-        (state.lkey.load(Ordering::Relaxed) == key).then(|| state.into())
+        let state = self.regions.get(key >> 8)?;
+        (state.lkey.load(Ordering::Acquire) == key).then_some(state)
     }
 
+    /// Takes the region of `key` out; once this returns, no packet or WR finds or uses it.
+    /// Sleeps.
     fn remove(&self, key: u32) {
-        let index = (key >> 8) as usize;
-        let removed = {
-            let mut regions = self.regions.lock();
-            if regions
-                .get(index)
-                .is_some_and(|s| s.lkey.load(Ordering::Relaxed) == key)
-            {
-                regions.remove(index)
-            } else {
-                None
-            }
-        };
-        // Unpinning sleeps: after the lock.
+        if let Some(state) = self.get(key) {
+            state.live.store(false, Ordering::Release);
+        }
+        // Only this region's own drop removes its key.
+        let removed = self.regions.remove(key >> 8);
+        // Unpinning sleeps: the last reference may be this one.
         drop(removed);
     }
 }
@@ -139,6 +125,7 @@ impl FerroceMr {
                 iova: req.iova,
                 mem,
                 lkey: AtomicU32::new(0),
+                live: AtomicBool::new(true),
             },
             GFP_KERNEL,
         )?;

@@ -11,23 +11,28 @@ use crate::{
     kqp::KernelQueues,
     limits,
     proto::{
+        bth::pkey_matches,
         build::Path,
         opcode::{OpKind, Transport},
-        packet::Packet,
+        packet::DropReason,
         wqe::{self, Completion, SendWqe, WcOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
     },
     queue::{mminfo, Ring, MMINFO_SIZE},
-    rc, rc_comp, rc_resp,
-    recv::QpDrop,
+    rc, rc_comp, rc_read, rc_resp,
+    recv::{drop_counter, Packet, QpDrop, Reject, RxHeaders},
     send, ud,
+    xmit::{TxPath, Xmit},
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
-    impl_has_hr_timer, impl_has_work, new_mutex, new_work,
+    impl_has_hr_timer, impl_has_work,
+    net::skbuff::{SkBuff, SkbQueue},
+    new_spinlock_bh, new_work,
     prelude::*,
     rdma::{
         mmap::{MmapInfo, SharedMem},
         pd::Pd,
+        pool::Pool,
         qp::{
             transition_ok, AttrMask, Qp, QpAttr, QpCaps, QpCreated, QpInit, QpLink, QpQuery,
             QpState, QpType,
@@ -35,7 +40,7 @@ use kernel::{
         udata::Udata,
         wr::{RecvBuf, SendWr},
     },
-    sync::{Arc, ArcBorrow, Mutex},
+    sync::{Arc, ArcBorrow, SpinLockBh},
     time::{
         hrtimer::{
             ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart,
@@ -44,7 +49,6 @@ use kernel::{
         Monotonic,
     },
     workqueue::{OwnedQueue, Work, WorkItem},
-    xarray::{AllocKind, XArray},
 };
 
 /// Largest inline send.
@@ -57,6 +61,11 @@ const FIRST_QPN: u32 = 16;
 const GSI_QPN: u32 = 1;
 /// QP numbers are 24 bits.
 const QPN_LIMIT: u32 = 1 << 24;
+/// Bytes of packets a QP's backlog holds (packets from QPs of its own device wait there);
+/// past it they are dropped, and a reliable sender sends them again.
+const RX_BACKLOG_BYTES: usize = 4 << 20;
+/// Packets the QP's work takes from its backlog before it lets other work run.
+const RX_BATCH: usize = 64;
 
 /// A send or receive ring; user space produces, the kernel consumes.
 pub(crate) struct WorkRing(Ring);
@@ -75,11 +84,18 @@ impl WorkRing {
 
     /// Copies the WQE at `cons` into `out` (a slot's length); `false` if none is posted there.
     pub(crate) fn peek(&self, cons: u32, out: &mut [u8]) -> Result<bool> {
+        self.peek_at(cons, cons, out)
+    }
+
+    /// Copies the WQE at `pos` into `out`, if user space has posted it: `pos` must lie between
+    /// the kernel's consumer index `cons` and the producer index. Whatever the process writes
+    /// there, nothing before `cons` or a ring's worth after it is ever taken.
+    pub(crate) fn peek_at(&self, cons: u32, pos: u32, out: &mut [u8]) -> Result<bool> {
         let prod = self.0.producer()?.load(Ordering::Acquire);
-        if self.0.geo.count(prod, cons) == 0 {
+        if self.0.geo.count(pos, cons) >= self.0.geo.count(prod, cons) {
             return Ok(false);
         }
-        self.0.mem.read(self.0.geo.slot_offset(cons), out)?;
+        self.0.mem.read(self.0.geo.slot_offset(pos), out)?;
         Ok(true)
     }
 
@@ -133,10 +149,12 @@ pub(crate) struct QpInner {
     pub(crate) resp: rc_resp::Responder,
     /// The RC retransmission or RNR timer, while armed. It holds the QP: destroy drops it.
     pub(crate) timer: Option<ArcHrTimerHandle<QpShared>>,
+    /// The way to the connected peer (RC, UC), kept while it holds.
+    peer: Option<TxPath>,
 }
 
 impl QpInner {
-    /// The IPv4 path to the connected peer (RC, UC), from the address vector.
+    /// The path to the connected peer (RC, UC), from the address vector.
     pub(crate) fn path(&self, qpn: u32) -> Option<Path> {
         let ah = &self.attr.ah;
         Av {
@@ -150,10 +168,13 @@ impl QpInner {
     }
 }
 
-/// What the data path will need of a QP; shared with the device's QP table.
+/// What the data path needs of a QP; shared with the device's QP table.
+///
+/// Its state is under a spinlock held with softirqs off: packets are taken in softirq, as they
+/// arrive, and the verbs and the QP's work take the same lock. Nothing under it sleeps; packets
+/// built under it wait in `tx` and leave, in order, once it is dropped.
 #[pin_data]
 pub(crate) struct QpShared {
-    qpn: u32,
     qp_type: QpType,
     pub(crate) pd: usize,
     pub(crate) sq: WorkRing,
@@ -167,13 +188,22 @@ pub(crate) struct QpShared {
     wq: Arc<OwnedQueue>,
     #[pin]
     timer: HrTimer<QpShared>,
-    /// Sends kernel WRs and handles the timer.
+    /// Takes the backlog, fires the timer, sends kernel WRs and what a budget left over.
     #[pin]
     work: Work<QpShared>,
     #[pin]
     pub(crate) kq: KernelQueues,
+    /// Packets from QPs of the same device, waiting for the QP's work.
     #[pin]
-    inner: Mutex<QpInner>,
+    rx: SkbQueue,
+    rx_bytes: AtomicUsize,
+    /// Packets built under the lock, in order, waiting to leave.
+    #[pin]
+    tx: SkbQueue,
+    /// Someone is sending `tx`: one sender at a time keeps the order.
+    tx_busy: AtomicBool,
+    #[pin]
+    inner: SpinLockBh<QpInner>,
 }
 
 impl_has_hr_timer! {
@@ -202,13 +232,61 @@ impl WorkItem for QpShared {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
-        this.link.with(|qp| {
-            let mut inner = this.inner.lock();
-            if this.kernel {
-                this.kq.run_sends(qp, &this, &mut inner);
-            }
-            rc_comp::on_timer(qp, &this, &mut inner);
-        });
+        let again = this
+            .link
+            .with(|qp| {
+                let counters = &qp.device().data().counters;
+                let more = {
+                    let mut inner = this.inner.lock();
+                    if this.kernel {
+                        this.kq.run_sends(qp, &this, &mut inner);
+                    }
+                    rc_comp::on_timer(qp, &this, &mut inner);
+                    this.resume(qp, &mut inner)
+                };
+                this.flush_tx(counters);
+                // A bounded batch: a busy backlog must not keep other QPs' work waiting.
+                for _ in 0..RX_BATCH {
+                    let (skb, res) = {
+                        let mut inner = this.inner.lock();
+                        let Some(skb) = this.rx.pop() else {
+                            break;
+                        };
+                        let res = match RxHeaders::parse(&skb) {
+                            Err(reason) => Err(Reject::Packet(reason)),
+                            // READ responses go out before what was asked after them; a
+                            // duplicate READ, which asks for them again, is taken at once.
+                            Ok(hdr)
+                                if inner.resp.reads.answering() && !hdr.rewinds_read(&inner) =>
+                            {
+                                this.rx.push_front(skb);
+                                break;
+                            }
+                            Ok(hdr) => this.take(qp, &mut inner, &skb, &hdr, counters),
+                        };
+                        this.rx_bytes.fetch_sub(skb.len() as usize, Ordering::Relaxed);
+                        (skb, res)
+                    };
+                    this.flush_tx(counters);
+                    consume_or_count(skb, res, counters);
+                }
+                more || !this.rx.is_empty()
+            })
+            .unwrap_or(false);
+        if again {
+            this.kick();
+        }
+    }
+}
+
+/// Frees a packet as delivered, or counts why it was dropped.
+fn consume_or_count(skb: SkBuff, res: Result<(), Reject>, counters: &Counters) {
+    match res {
+        Ok(()) => skb.consume(),
+        Err(r) => {
+            counters.inc(drop_counter(r));
+            drop(skb);
+        }
     }
 }
 
@@ -218,59 +296,204 @@ impl QpShared {
         let _ = self.wq.enqueue(self.clone());
     }
 
-    /// Takes a valid packet addressed to this QP; an `Err` is counted as a drop.
+    /// Takes a packet addressed to this QP, in softirq, at once. It waits in the QP's
+    /// backlog, for the QP's work, if it comes from a QP of the same device (`looped`: taking it
+    /// at once could recurse), or if packets wait there already, or READ responses are still
+    /// going out (what was asked after a READ is answered after it; only a duplicate READ
+    /// request, which asks for responses again, is taken at once).
     pub(crate) fn receive(
         this: &Arc<Self>,
+        skb: SkBuff,
+        hdr: RxHeaders,
+        looped: bool,
+        counters: &Counters,
+    ) {
+        let res = if looped {
+            Some(Err(skb))
+        } else {
+            this.link.with(move |qp| {
+                let mut inner = this.inner.lock();
+                // A duplicate READ overtakes the backlog: what waits there may wait for the
+                // very responses it asks for again.
+                let waits = !this.rx.is_empty() || inner.resp.reads.answering();
+                if waits && !hdr.rewinds_read(&inner) {
+                    return Err(skb);
+                }
+                let res = this.take(qp, &mut inner, &skb, &hdr, counters);
+                Ok((skb, res))
+            })
+        };
+        match res {
+            Some(Ok((skb, res))) => {
+                this.flush_tx(counters);
+                consume_or_count(skb, res, counters);
+            }
+            Some(Err(skb)) => this.backlog(skb, counters),
+            // Being destroyed: the packet went with the closure.
+            None => counters.inc(Counter::DropBadState),
+        }
+    }
+
+    /// Queues a packet for the QP's work, within the backlog's bound.
+    fn backlog(self: &Arc<Self>, skb: SkBuff, counters: &Counters) {
+        let len = skb.len() as usize;
+        if self.rx_bytes.fetch_add(len, Ordering::Relaxed) + len > RX_BACKLOG_BYTES {
+            self.rx_bytes.fetch_sub(len, Ordering::Relaxed);
+            counters.inc(Counter::DropBacklog);
+            return;
+        }
+        self.rx.push(skb);
+        self.kick();
+    }
+
+    /// Checks one packet's ICRC, then hands it to the QP's transport, under the lock.
+    fn take(
+        self: &Arc<Self>,
+        qp: &Qp<Ferroce>,
+        inner: &mut QpInner,
+        skb: &SkBuff,
+        hdr: &RxHeaders,
+        counters: &Counters,
+    ) -> Result<(), Reject> {
+        if !hdr.verify_icrc(skb) {
+            return Err(Reject::Packet(DropReason::BadIcrc));
+        }
+        let pkt = Packet::new(skb, hdr);
+        self.dispatch(qp, inner, &pkt, counters).map_err(Reject::Qp)
+    }
+
+    fn dispatch(
+        self: &Arc<Self>,
+        qp: &Qp<Ferroce>,
+        inner: &mut QpInner,
         pkt: &Packet<'_>,
-        ip: &[u8],
         counters: &Counters,
     ) -> Result<(), QpDrop> {
-        this.link
-            .with(|qp| {
-                let mut inner = this.inner.lock();
-                match this.qp_type {
-                    QpType::Ud | QpType::Gsi => {
-                        ud::receive(qp, this, &mut inner, pkt, ip, counters)
-                    }
-                    QpType::Rc => {
-                        let state = inner.attr.state;
-                        if pkt.info.transport != Transport::Rc {
+        let state = inner.attr.state;
+        // The one P_Key of the port (index 0) is every QP's.
+        if !pkey_matches(pkt.bth.pkey, limits::DEFAULT_PKEY) {
+            return Err(QpDrop::BadPkey);
+        }
+        // A connected QP takes packets from its peer, to its own address, only.
+        if matches!(self.qp_type, QpType::Rc | QpType::Uc)
+            && matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            && !inner
+                .path(qp.qpn())
+                .is_some_and(|p| p.answers(pkt.hdr.ip()))
+        {
+            return Err(QpDrop::BadAddress);
+        }
+        match self.qp_type {
+            QpType::Ud | QpType::Gsi => ud::receive(qp, self, inner, pkt, counters),
+            QpType::Rc => {
+                if pkt.info.transport != Transport::Rc {
+                    return Err(QpDrop::BadState);
+                }
+                match pkt.info.kind {
+                    OpKind::Ack | OpKind::ReadResponse | OpKind::AtomicAck => {
+                        if !matches!(state, QpState::Rts | QpState::Sqd) {
                             return Err(QpDrop::BadState);
                         }
-                        match pkt.info.kind {
-                            OpKind::Ack | OpKind::ReadResponse | OpKind::AtomicAck => {
-                                if !matches!(state, QpState::Rts | QpState::Sqd) {
-                                    return Err(QpDrop::BadState);
-                                }
-                                rc_comp::on_response(qp, this, &mut inner, pkt).inspect(|()| {
-                                    counters.inc(Counter::RcvdPkts);
-                                    // Read responses carry data, counted as sent by the peer.
-                                    counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
-                                })
-                            }
-                            _ => {
-                                if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
-                                    return Err(QpDrop::BadState);
-                                }
-                                rc_resp::on_request(qp, this, &mut inner, pkt, counters)
-                            }
-                        }
+                        rc_comp::on_response(qp, self, inner, pkt).inspect(|()| {
+                            counters.inc(Counter::RcvdPkts);
+                            // Read responses carry data, counted as sent by the peer.
+                            counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+                        })
                     }
-                    QpType::Uc => {
-                        if pkt.info.transport != Transport::Uc
-                            || !matches!(
-                                inner.attr.state,
-                                QpState::Rtr | QpState::Rts | QpState::Sqd
-                            )
-                        {
+                    _ => {
+                        if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
                             return Err(QpDrop::BadState);
                         }
-                        rc_resp::on_uc_request(qp, this, &mut inner, pkt, counters)
+                        rc_resp::on_request(qp, self, inner, pkt, counters)
                     }
                 }
-            })
-            // Being destroyed.
-            .unwrap_or(Err(QpDrop::BadState))
+            }
+            QpType::Uc => {
+                if pkt.info.transport != Transport::Uc
+                    || !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+                {
+                    return Err(QpDrop::BadState);
+                }
+                rc_resp::on_uc_request(qp, self, inner, pkt, counters)
+            }
+        }
+    }
+
+    /// Runs `f` with a way to send to the connected peer (RC, UC): the kept one, or one looked
+    /// up again if the path changed or its route no longer holds. `None` if there is no route.
+    pub(crate) fn with_peer<R>(
+        &self,
+        qp: &Qp<Ferroce>,
+        inner: &mut QpInner,
+        f: impl FnOnce(&mut QpInner, &Xmit<'_>) -> R,
+    ) -> Option<R> {
+        let path = inner.path(qp.qpn())?;
+        let to = match inner.peer.take() {
+            Some(t) if t.is_current(&path) => t,
+            _ => TxPath::new(qp.device(), path).ok()?,
+        };
+        let res = f(inner, &Xmit::new(qp.device(), &to, &self.tx));
+        inner.peer = Some(to);
+        Some(res)
+    }
+
+    /// A way to send datagrams along `path`, into this QP's outbox.
+    pub(crate) fn with_path<R>(
+        &self,
+        qp: &Qp<Ferroce>,
+        path: Path,
+        f: impl FnOnce(&Xmit<'_>) -> R,
+    ) -> Result<R> {
+        let to = TxPath::new(qp.device(), path)?;
+        Ok(f(&Xmit::new(qp.device(), &to, &self.tx)))
+    }
+
+    /// Sends what waits in the outbox, in order. Called once the QP's lock is dropped; if
+    /// another context is sending already, it takes these packets too.
+    pub(crate) fn flush_tx(&self, counters: &Counters) {
+        while !self.tx.is_empty() {
+            if self
+                .tx_busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                return;
+            }
+            while let Some(skb) = self.tx.pop() {
+                if skb.send_routed().is_err() {
+                    counters.inc(Counter::SendErr);
+                }
+            }
+            self.tx_busy.store(false, Ordering::Release);
+            // A packet queued after the last pop but before the store is sent by the loop.
+        }
+    }
+
+    /// Whether packets wait in the backlog (from QPs of the same device).
+    pub(crate) fn backlog_pending(&self) -> bool {
+        !self.rx.is_empty()
+    }
+
+    /// Goes on with what a budget cut short: READ responses (a responder answers from RTR on),
+    /// then sending (RC, UC, UD). Returns whether more is left for the next run.
+    fn resume(self: &Arc<Self>, qp: &Qp<Ferroce>, inner: &mut QpInner) -> bool {
+        if self.kernel {
+            return false;
+        }
+        let state = inner.attr.state;
+        let mut more = false;
+        if self.qp_type == QpType::Rc && matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+        {
+            more |= rc_read::resume(qp, self, inner);
+        }
+        if matches!(state, QpState::Rts | QpState::Sqd) {
+            more |= match self.qp_type {
+                QpType::Rc | QpType::Uc => rc::push(qp, self, inner),
+                QpType::Ud => self.send_ud(qp, inner),
+                QpType::Gsi => false,
+            };
+        }
+        more
     }
 }
 
@@ -305,7 +528,7 @@ impl QpShared {
     }
 
     fn flush_rings(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
-        let qpn = self.qpn;
+        let qpn = qp.qpn();
         self.rq.flush(&mut inner.rq_cons, qp, false, |mem, at| {
             let mut b = [0u8; wqe::RECV_WQE_PREFIX];
             mem.read(at, &mut b)?;
@@ -327,89 +550,85 @@ impl QpShared {
 }
 
 impl QpShared {
-    /// Sends every posted UD WQE, oldest first; each one's completion goes to the send CQ.
-    fn send_ud(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+    /// Sends posted UD WQEs, oldest first, up to [`TX_BUDGET`]; each one's completion goes to
+    /// the send CQ. Returns whether more are posted.
+    fn send_ud(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> bool {
         let ring = &self.sq.0;
         let elem = 1usize << ring.geo.log2_elem();
         let ud = send::UdQp {
-            pd: self.pd,
+            shared: self,
             payload_room: elem - SEND_WQE_HEADER,
-            sig_all: self.sig_all,
             qkey: inner.attr.qkey,
         };
         // One private copy of a slot at a time: user space cannot change a WQE under us.
         let mut wqe = KVec::new();
-        wqe.resize(elem, 0u8, GFP_KERNEL)?;
-        let prod = ring.producer()?.load(Ordering::Acquire);
-        for _ in 0..ring.geo.count(prod, inner.sq_cons) {
-            ring.mem
-                .read(ring.geo.slot_offset(inner.sq_cons), &mut wqe)?;
+        if wqe.resize(elem, 0u8, GFP_ATOMIC).is_err() {
+            // The work tries again.
+            return true;
+        }
+        let Ok(prod) = ring.producer().map(|p| p.load(Ordering::Acquire)) else {
+            return false;
+        };
+        let posted = ring.geo.count(prod, inner.sq_cons);
+        for _ in 0..posted.min(TX_BUDGET) {
+            if ring
+                .mem
+                .read(ring.geo.slot_offset(inner.sq_cons), &mut wqe)
+                .is_err()
+            {
+                return false;
+            }
             let mut psn = inner.attr.sq_psn;
             let done = send::send_ud(qp, &ud, &wqe, &mut psn);
             inner.attr.sq_psn = psn;
             inner.sq_cons = ring.geo.next(inner.sq_cons);
-            ring.consumer()?.store(inner.sq_cons, Ordering::Release);
+            if let Ok(c) = ring.consumer() {
+                c.store(inner.sq_cons, Ordering::Release);
+            }
             if let Some(c) = done {
-                FerroceCq::post(qp, qp.send_cq(), &c, false)?;
+                // A full CQ loses the completion: its consumer fell behind.
+                let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
             }
         }
-        Ok(())
+        posted > TX_BUDGET
     }
 }
 
-/// A device's QPs by number.
+/// Packets a QP builds in one hold of its lock, from a doorbell or its work, before it lets the
+/// packets go and others take the lock; the work goes on with the rest.
+pub(crate) const TX_BUDGET: u32 = 64;
+
+/// A device's QPs by number, found without a lock (packets arrive in softirq).
 #[pin_data]
 pub(crate) struct QpTable {
     #[pin]
-    qps: XArray<Arc<QpShared>>,
-    cursor: AtomicU32,
+    qps: Pool<QpShared>,
 }
 
 impl QpTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            qps <- XArray::new(AllocKind::Alloc),
-            cursor: AtomicU32::new(0),
+            qps <- Pool::new(FIRST_QPN..=QPN_LIMIT - 1),
         })
     }
 
-    /// Stores `make(qpn)` under a free QP number; returns it.
-    fn insert(
-        &self,
-        fixed: Option<u32>,
-        make: impl FnOnce(u32) -> Result<Arc<QpShared>>,
-    ) -> Result<Arc<QpShared>> {
-        let qpn = if let Some(n) = fixed {
-            n
-        } else {
-            let span = QPN_LIMIT - FIRST_QPN;
-            let qps = self.qps.lock();
-            let start = self.cursor.fetch_add(1, Ordering::Relaxed);
-            (0..limits::DEVICE_LIMITS.max_qp)
-                .map(|i| FIRST_QPN + start.wrapping_add(i) % span)
-                .find(|&n| qps.get(n as usize).is_none())
-                .ok_or(ENOMEM)?
-        };
-        let shared = make(qpn)?;
-        let mut qps = self.qps.lock();
-        if qps.get(qpn as usize).is_some() {
-            // Another create took it between the locks (rare: fail the create), or QP1 exists.
-            return Err(if fixed.is_some() { EBUSY } else { EAGAIN });
+    /// Stores `shared` under a free QP number, or under `fixed` (QP1); returns the number.
+    fn insert(&self, fixed: Option<u32>, shared: Arc<QpShared>) -> Result<u32> {
+        match fixed {
+            Some(qpn) => self.qps.insert(qpn, shared, GFP_KERNEL).map(|()| qpn),
+            None => self.qps.alloc(shared, GFP_KERNEL),
         }
-        let res = qps.store(qpn as usize, shared.clone(), GFP_ATOMIC);
-        drop(qps);
-        // On failure the store hands back its clone, freed here, after the lock.
-        res.map(|_| shared).map_err(|e| e.error)
     }
 
-    /// The QP numbered `qpn`.
+    /// The QP numbered `qpn`. Any context.
     pub(crate) fn get(&self, qpn: u32) -> Option<Arc<QpShared>> {
-        self.qps.lock().get(qpn as usize).map(Into::into)
+        self.qps.get(qpn)
     }
 
+    /// Takes the QP out; once this returns no packet finds it. Sleeps.
     fn remove(&self, qpn: u32) {
-        let removed = self.qps.lock().remove(qpn as usize);
-        // Freeing rings may sleep: after the lock.
+        let removed = self.qps.remove(qpn);
+        // Freeing rings may sleep: here, not in a lookup's context.
         drop(removed);
     }
 }
@@ -418,6 +637,7 @@ impl QpTable {
 pub(crate) struct FerroceQp {
     shared: Arc<QpShared>,
     table: Arc<QpTable>,
+    qpn: u32,
 }
 
 impl FerroceQp {
@@ -484,26 +704,26 @@ impl FerroceQp {
 
         let table = pd.device().data().qps.clone();
         let wq = pd.device().data().wq.clone();
-        let mut rings = Some((sq, rq));
-        let fixed = (init.qp_type == QpType::Gsi).then_some(GSI_QPN);
-        let shared = table.insert(fixed, |qpn| {
-            let (sq, rq) = rings.take().ok_or(EINVAL)?;
-            Arc::pin_init(
-                try_pin_init!(QpShared {
-                    qpn,
-                    qp_type: init.qp_type,
-                    pd: pd.id(),
-                    sq,
-                    rq,
-                    caps,
-                    sig_all: init.sig_all,
-                    kernel,
-                    link: init.link.clone(),
-                    wq,
-                    timer <- HrTimer::new(),
-                    work <- new_work!("ferroce::QpShared::work"),
-                    kq <- KernelQueues::new(),
-                    inner <- new_mutex!(QpInner {
+        let shared = Arc::pin_init(
+            try_pin_init!(QpShared {
+                qp_type: init.qp_type,
+                pd: pd.id(),
+                sq,
+                rq,
+                caps,
+                sig_all: init.sig_all,
+                kernel,
+                link: init.link.clone(),
+                wq,
+                timer <- HrTimer::new(),
+                work <- new_work!("ferroce::QpShared::work"),
+                kq <- KernelQueues::new(),
+                rx <- SkbQueue::new(),
+                rx_bytes: AtomicUsize::new(0),
+                tx <- SkbQueue::new(),
+                tx_busy: AtomicBool::new(false),
+                inner <- new_spinlock_bh!(
+                    QpInner {
                         attr: QpAttr {
                             port: 1,
                             ..QpAttr::default()
@@ -513,13 +733,20 @@ impl FerroceQp {
                         req: rc::Requester::default(),
                         resp: rc_resp::Responder::default(),
                         timer: None,
-                    }),
-                }),
-                GFP_KERNEL,
-            )
-        })?;
-        let qpn = shared.qpn;
-        Ok((QpCreated { qpn, caps }, Ok(Self { shared, table })))
+                        peer: None,
+                    },
+                    "ferroce::QpShared::inner"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let fixed = (init.qp_type == QpType::Gsi).then_some(GSI_QPN);
+        // Another QP1 on this device (QP1 exists once) is EBUSY.
+        let qpn = table.insert(fixed, shared.clone())?;
+        Ok((
+            QpCreated { qpn, caps },
+            Ok(Self { shared, table, qpn }),
+        ))
     }
 
     pub(crate) fn modify(qp: &Qp<Ferroce>, new: &QpAttr, mask: AttrMask) -> Result {
@@ -541,6 +768,13 @@ impl FerroceQp {
         check_attr(new, mask)?;
         inner.attr.update(new, mask);
         inner.attr.state = next;
+        if next == QpState::Reset {
+            // A reset QP starts over: nothing of its old messages may carry on.
+            let cons = inner.sq_cons;
+            inner.req.reset(cons);
+            inner.resp = rc_resp::Responder::default();
+            inner.timer = None;
+        }
         if next == QpState::Rts {
             let (r, rnr, psn) = (
                 inner.attr.retry_cnt,
@@ -557,20 +791,27 @@ impl FerroceQp {
         Ok(())
     }
 
-    /// User space posted sends. Before RTS they wait; in the error state they
-    /// complete with a flush error at once.
+    /// User space posted sends. Before RTS they wait; in the error state they complete with a
+    /// flush error at once. What one budget does not send, the QP's work sends.
     pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
         let this = &qp.data().shared;
-        let mut inner = this.inner.lock();
-        match (inner.attr.state, this.qp_type) {
-            (QpState::Err, _) => this.flush(qp, &mut inner),
-            (QpState::Rts | QpState::Sqd, QpType::Ud) => this.send_ud(qp, &mut inner),
-            (QpState::Rts | QpState::Sqd, QpType::Rc | QpType::Uc) => {
-                rc::push(qp, this, &mut inner)
+        let (res, more) = {
+            let mut inner = this.inner.lock();
+            match (inner.attr.state, this.qp_type) {
+                (QpState::Err, _) => (this.flush(qp, &mut inner), false),
+                (QpState::Rts | QpState::Sqd, QpType::Ud) => (Ok(()), this.send_ud(qp, &mut inner)),
+                (QpState::Rts | QpState::Sqd, QpType::Rc | QpType::Uc) => {
+                    (Ok(()), rc::push(qp, this, &mut inner))
+                }
+                // Before RTS they wait.
+                _ => (Ok(()), false),
             }
-            // Before RTS they wait.
-            _ => Ok(()),
+        };
+        this.flush_tx(&qp.device().data().counters);
+        if more {
+            this.kick();
         }
+        res
     }
 
     /// A kernel consumer posts a send: queued for the QP's work.
@@ -627,7 +868,7 @@ fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
 
 impl Drop for FerroceQp {
     fn drop(&mut self) {
-        self.table.remove(self.shared.qpn);
+        self.table.remove(self.qpn);
         // The armed timer holds the QP; no one re-arms it once the link is revoked.
         let timer = self.shared.inner.lock().timer.take();
         drop(timer);

@@ -17,11 +17,12 @@ use crate::{
         opcode::{Opcode, Position},
         packet::{BuildError, ExtHeaders, Reth},
         psn::Psn,
+        window::{Entry, Kind, Started, Window},
         wqe::{
             SendWqe, WcOpcode, WcStatus, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
-    qp::{QpInner, QpShared},
+    qp::{QpInner, QpShared, TX_BUDGET},
     rc_comp, sge,
     xmit::Xmit,
 };
@@ -41,60 +42,40 @@ const WR_RDMA_READ: u32 = 4;
 
 /// Largest RC message (`max_msg_sz`).
 const MAX_MSG: u32 = 1 << 31;
-/// PSNs sent beyond the oldest unacknowledged one. Go-back-N resends up to this many after a
-/// loss; more would rarely get through a lossy path whole.
-const WINDOW: i32 = 256;
 /// The responder ACKs every this many packets of a long message, so the window moves on.
 const ACK_EVERY: u32 = 32;
 
-/// What a WQE asks the peer to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Send,
-    Write,
-    Read,
-}
-
-/// A WQE that has started: its private copy and where it stands.
+/// A WQE that has started: its private copy, and where it stands in the window.
 pub(crate) struct Sent {
     slot: KVec<u8>,
-    pub(crate) kind: Kind,
     imm: Option<u32>,
     pub(crate) len: u32,
     /// Payload bytes per packet when it started.
     pub(crate) mtu: u32,
-    pub(crate) first_psn: Psn,
-    /// PSNs it takes: its packets, or for a READ its responses.
-    pub(crate) npkts: u32,
-    /// Read response packets received.
-    pub(crate) read_pkts: u32,
-    /// Success until the WQE fails (locally or by a NAK).
-    pub(crate) status: WcStatus,
-    /// Every packet acknowledged (or every read response in).
-    pub(crate) acked: bool,
+    pub(crate) entry: Entry,
+}
+
+impl Started for Sent {
+    fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    fn entry_mut(&mut self) -> &mut Entry {
+        &mut self.entry
+    }
 }
 
 impl Sent {
-    pub(crate) fn last_psn(&self) -> Psn {
-        self.first_psn.add(self.npkts.saturating_sub(1))
-    }
-
-    /// The PSN after this WQE's.
-    pub(crate) fn end_psn(&self) -> Psn {
-        self.first_psn.add(self.npkts)
-    }
-
     pub(crate) fn wqe(&self) -> SendWqe<'_> {
         SendWqe::new(&self.slot)
     }
 
-    /// Whether it still waits for the peer.
-    pub(crate) fn pending(&self) -> bool {
-        !self.acked && self.status == WcStatus::Success
+    pub(crate) fn kind(&self) -> Kind {
+        self.entry.kind()
     }
 
     pub(crate) fn wc_opcode(&self) -> WcOpcode {
-        match self.kind {
+        match self.kind() {
             Kind::Send => WcOpcode::Send,
             Kind::Write => WcOpcode::RdmaWrite,
             Kind::Read => WcOpcode::RdmaRead,
@@ -102,8 +83,7 @@ impl Sent {
     }
 }
 
-/// The requester's state, under the QP's lock. PSNs: `una` (oldest unacknowledged) <= `nxt`
-/// (next to transmit) <= the QP's `sq_psn` (next to assign).
+/// The requester's state, under the QP's lock: started WQEs and the PSN window over them.
 #[derive(Default)]
 pub(crate) struct Requester {
     /// Ring position of the next WQE to start.
@@ -112,22 +92,16 @@ pub(crate) struct Requester {
     pub(crate) flight: KVec<Sent>,
     /// A WQE failed: start no more until the QP is flushed.
     pub(crate) stopped: bool,
-    pub(crate) una: Psn,
-    pub(crate) nxt: Psn,
-    /// The PSN after the newest packet sent: a response beyond it answers nothing we sent
-    /// (a forged ACK must not complete WQEs the peer never saw).
-    pub(crate) sent_end: Psn,
+    pub(crate) win: Window,
     /// Timeouts left before the oldest WQE fails (`retry_cnt`).
     pub(crate) retries: u8,
     /// RNR NAKs left (`rnr_retry`; 7 is forever).
     pub(crate) rnr_retries: u8,
     /// The timer runs for an RNR NAK, not for a missing ACK.
     pub(crate) rnr_wait: bool,
-    /// When the armed timer is due; a timer work that finds it in the future is stale.
+    /// When the timer is due: progress moves it on without touching the armed timer, which
+    /// then finds it in the future and waits the rest.
     pub(crate) due: Option<Instant<Monotonic>>,
-    /// A READ's responses went missing from this PSN on and were asked for again: later
-    /// responses of the old stream must not ask again (each would start another stream).
-    pub(crate) reread: Option<Psn>,
 }
 
 impl Requester {
@@ -138,16 +112,13 @@ impl Requester {
         self.stopped = false;
         self.rnr_wait = false;
         self.due = None;
-        self.reread = None;
     }
 
     /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
     pub(crate) fn start(&mut self, retry_cnt: u8, rnr_retry: u8, sq_psn: u32) {
         self.set_retries(retry_cnt, rnr_retry);
         if self.flight.is_empty() {
-            self.una = Psn::new(sq_psn);
-            self.nxt = self.una;
-            self.sent_end = self.una;
+            self.win = Window::starting_at(Psn::new(sq_psn));
         }
     }
 
@@ -166,17 +137,23 @@ pub(crate) fn path_mtu(qp: &Qp<Ferroce>, inner: &QpInner) -> u32 {
     }
 }
 
-/// Starts every posted WQE, oldest first, and sends what the window allows.
-pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> Result {
+/// Starts every posted WQE, oldest first, and sends what the window and one budget allow.
+/// Returns whether the budget ran out with more to send (the QP's work goes on).
+pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
     let mtu = path_mtu(qp, inner);
     while !inner.req.stopped {
         let mut slot = KVec::new();
-        slot.resize(shared.sq.slot_len(), 0u8, GFP_KERNEL)?;
-        if !shared.sq.peek(inner.req.next, &mut slot)? {
-            break;
+        if slot.resize(shared.sq.slot_len(), 0u8, GFP_ATOMIC).is_err() {
+            // No memory now: the work tries again.
+            return true;
         }
-        let psn = Psn::new(inner.attr.sq_psn);
-        let sent = match prepare(qp, shared, slot, mtu, psn) {
+        // Only WQEs between the consumer index and the producer's: the flight never holds more
+        // than the ring, whatever the process writes.
+        match shared.sq.peek_at(inner.sq_cons, inner.req.next, &mut slot) {
+            Ok(true) => {}
+            _ => break,
+        }
+        let sent = match prepare(qp, shared, slot, mtu, &mut inner.req.win) {
             Ok(sent) => sent,
             Err((slot, status)) => {
                 inner.req.stopped = true;
@@ -185,27 +162,21 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
                     kind(&SendWqe::new(&slot), shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
                 Sent {
                     slot,
-                    kind,
                     imm: None,
                     len: 0,
                     mtu,
-                    first_psn: psn,
-                    npkts: 0,
-                    read_pkts: 0,
-                    status,
-                    acked: false,
+                    entry: Entry::refused(kind, inner.req.win.end(), status),
                 }
             }
         };
-        inner.req.flight.push(sent, GFP_KERNEL)?;
-        inner.req.next = shared.sq.next(inner.req.next);
-        if let Some(sent) = inner.req.flight.last() {
-            inner.attr.sq_psn = sent.end_psn().get();
+        if inner.req.flight.push(sent, GFP_ATOMIC).is_err() {
+            return true;
         }
+        inner.req.next = shared.sq.next(inner.req.next);
+        inner.attr.sq_psn = inner.req.win.end().get();
     }
     rc_comp::complete(qp, shared, inner);
-    pump(qp, shared, inner);
-    Ok(())
+    pump(qp, shared, inner)
 }
 
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
@@ -221,14 +192,15 @@ fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
     })
 }
 
-/// Checks a WQE copy, and the memory its SGEs name; a bad one comes back with its completion
-/// status, so a scribbled ring fails its own WQE before anything goes on the wire.
+/// Checks a WQE copy, and the memory its SGEs name, and gives it its PSNs; a bad one comes back
+/// with its completion status, so a scribbled ring fails its own WQE before anything goes on
+/// the wire.
 fn prepare(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
     slot: KVec<u8>,
     mtu: u32,
-    psn: Psn,
+    win: &mut Window,
 ) -> Result<Sent, (KVec<u8>, WcStatus)> {
     let slot_len = shared.sq.slot_len();
     let w = SendWqe::new(&slot);
@@ -262,106 +234,96 @@ fn prepare(
             _ => return Err((slot, WcStatus::LocLenErr)),
         }
     };
+    let npkts = len.div_ceil(mtu).max(1);
     Ok(Sent {
         slot,
-        kind,
         imm,
         len,
         mtu,
-        first_psn: psn,
-        npkts: len.div_ceil(mtu).max(1),
-        read_pkts: 0,
-        status: WcStatus::Success,
-        acked: false,
+        entry: Entry::new(kind, win.assign(npkts), npkts),
     })
 }
 
-/// Transmits from `nxt` while the window allows. Arms the ACK timer if it is idle.
-pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let end = Psn::new(inner.attr.sq_psn);
-    if inner.req.nxt != end {
-        if let Some(path) = inner.path(qp.qpn()) {
-            if let Ok(xmit) = Xmit::new(qp.device(), path) {
-                send_window(qp, shared, inner, &xmit, end);
-            }
-        }
+/// Transmits from `nxt` while the window and one budget allow, after asking again for the
+/// missing responses of READs seen short. Arms the ACK timer if it is idle. Returns whether
+/// the budget ran out with more to send.
+pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
+    let asks = inner.req.flight.iter().any(|s| s.entry.asking());
+    let mut more = false;
+    if inner.req.win.unsent() || asks {
+        more = shared
+            .with_peer(qp, inner, |inner, xmit| {
+                send_asks(inner, xmit);
+                send_window(qp, shared, inner, xmit)
+            })
+            .unwrap_or(false);
         if shared.is_uc() {
             // What went out whole is done.
             rc_comp::complete(qp, shared, inner);
         }
     }
-    if inner.timer.is_none() && inner.req.flight.iter().any(Sent::pending) {
+    if inner.timer.is_none() && inner.req.flight.iter().any(|s| s.entry.pending()) {
         rc_comp::arm_ack(shared, inner);
+    }
+    more
+}
+
+/// Asks again for the missing responses of each READ the completer saw short, and only those:
+/// the READs after it may be fine, and asking for them again would double their traffic.
+fn send_asks(inner: &mut QpInner, xmit: &Xmit<'_>) {
+    let attr = inner.attr;
+    for sent in inner.req.flight.iter_mut() {
+        if let Some(from) = sent.entry.take_ask() {
+            // A lost request is asked again by the timer.
+            let _ = send_read_request(xmit, &attr, sent, from);
+        }
     }
 }
 
-fn send_window(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    xmit: &Xmit<'_>,
-    end: Psn,
-) {
+/// Sends from `nxt` within the window, at most [`TX_BUDGET`] packets; returns whether the
+/// budget cut it short.
+fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
     let uc = shared.is_uc();
+    let attr = inner.attr;
     let req = &mut inner.req;
-    while req.nxt.before(end) && req.nxt.diff(req.una) < WINDOW {
-        let nxt = req.nxt;
-        let Some(idx) = req
-            .flight
-            .iter()
-            .position(|s| s.pending() && s.end_psn().diff(nxt) > 0)
-        else {
-            // Nothing left to send at or after `nxt` (all done or failed).
-            req.nxt = end;
+    let mut budget = TX_BUDGET;
+    while req.win.may_send() {
+        let Some((idx, i)) = req.win.to_send(&req.flight) else {
+            // Nothing left to send at or after `nxt` (all answered or failed).
+            req.win.skip_to_end();
             break;
         };
+        if budget == 0 {
+            return true;
+        }
+        budget -= 1;
         let Some(sent) = req.flight.get(idx) else {
             break;
         };
-        // CAST: `nxt` is within the WQE (or before it, after a rewind into a gap).
-        let i = nxt.diff(sent.first_psn).max(0) as u32;
-        let res = if sent.kind == Kind::Read {
-            let i = i.min(sent.read_pkts);
-            send_read_request(xmit, &inner.attr, sent, i).map(|()| sent.end_psn())
+        let res = if sent.kind() == Kind::Read {
+            send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
-            let res = send_packet(qp, shared, &inner.attr, xmit, sent, i, uc);
+            let res = send_packet(qp, shared, &attr, xmit, sent, i, uc);
             // UC is unreliable: a packet the stack refused is a packet lost.
             res.or_else(|e| if uc { Ok(()) } else { Err(e) })
-                .map(|()| sent.first_psn.add(i + 1))
+                .map(|()| sent.entry.first().add(i + 1))
         };
         match res {
             Ok(next) => {
+                req.win.sent(next);
                 if uc {
                     // No ACK will come: what is out is done.
-                    req.una = next;
-                    if let Some(s) = req.flight.get_mut(idx).filter(|s| s.end_psn() == next) {
-                        s.acked = true;
+                    if let Some(s) = req.flight.get_mut(idx) {
+                        s.entry.sent_through(next);
                     }
-                }
-                req.nxt = next;
-                if next.diff(req.sent_end) > 0 {
-                    req.sent_end = next;
+                    req.win.settle(&req.flight);
                 }
             }
             // The stack refused (no memory, no route): the timer tries again.
             Err(_) => break,
         }
     }
-}
-
-/// Asks again for the missing responses of the READ at `idx` in flight, and only those: the
-/// READs after it may be fine, and asking for them again would double their traffic.
-pub(crate) fn reread(qp: &Qp<Ferroce>, inner: &QpInner, idx: usize) {
-    let Some(sent) = inner.req.flight.get(idx) else {
-        return;
-    };
-    let Some(path) = inner.path(qp.qpn()) else {
-        return;
-    };
-    if let Ok(xmit) = Xmit::new(qp.device(), path) {
-        // A lost request is asked again by the timer.
-        let _ = send_read_request(&xmit, &inner.attr, sent, sent.read_pkts);
-    }
+    false
 }
 
 /// The BTH of this QP's packets to its peer, before the per-packet flags.
@@ -378,7 +340,7 @@ fn send_read_request(
 ) -> Result {
     let w = sent.wqe();
     let done = from.saturating_mul(sent.mtu).min(sent.len);
-    let mut bth = bth(attr, Opcode::RcReadRequest, sent.first_psn.add(from));
+    let mut bth = bth(attr, Opcode::RcReadRequest, sent.entry.first().add(from));
     bth.ack_req = true;
     let ext = ExtHeaders {
         reth: Some(Reth {
@@ -421,24 +383,24 @@ fn send_packet(
         }
         Ok(())
     };
-    let pos = match (i == 0, i + 1 == sent.npkts) {
+    let pos = match (i == 0, i + 1 == sent.entry.npkts()) {
         (true, true) => Position::Only,
         (true, false) => Position::First,
         (false, true) => Position::Last,
         (false, false) => Position::Middle,
     };
     let last = pos.ends();
-    let rc_op = opcode(sent.kind, pos, sent.imm.is_some());
+    let rc_op = opcode(sent.kind(), pos, sent.imm.is_some());
     let op = if uc {
         rc_op.to_uc().ok_or(EINVAL)?
     } else {
         rc_op
     };
-    let mut bth = bth(attr, op, sent.first_psn.add(i));
+    let mut bth = bth(attr, op, sent.entry.first().add(i));
     bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0);
     bth.solicited = last && flags & SEND_SOLICITED != 0;
     let ext = ExtHeaders {
-        reth: (sent.kind == Kind::Write && pos.starts()).then(|| Reth {
+        reth: (sent.kind() == Kind::Write && pos.starts()).then(|| Reth {
             va: w.rdma_remote_addr(),
             rkey: w.rdma_rkey(),
             dma_len: sent.len,

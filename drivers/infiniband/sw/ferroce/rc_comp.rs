@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The RC completer: ACKs, NAKs and read responses move the requester's window and retire its
-//! WQEs in order; a sequence NAK or a timeout sends again from the first missing PSN
-//! (go-back-N), an RNR NAK after the peer's timer, until the retry budgets run out.
+//! The RC completer: ACKs, NAKs and read responses move the requester's window (see
+//! [`crate::proto::window`]) and retire its WQEs in order; a sequence NAK or a timeout sends
+//! again from the first unanswered PSN (go-back-N), an RNR NAK after the peer's timer, until the
+//! retry budgets run out.
+//!
+//! A response is placed against what was sent before it is believed: one for a PSN never sent
+//! is dropped and counted, one for a PSN answered already is ignored.
 
 use crate::{
     counters::Counter,
@@ -10,14 +14,13 @@ use crate::{
     device::Ferroce,
     proto::{
         opcode::OpKind,
-        packet::Packet,
-        psn::Psn,
         timeouts::{ack_timeout_us, rnr_delay_us},
+        window::{read_response_fits, Kind, Place, ReadOutcome},
         wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
     },
     qp::{QpInner, QpShared},
-    rc::{self, Kind},
-    recv::QpDrop,
+    rc,
+    recv::{Packet, QpDrop},
     sge,
 };
 use kernel::{
@@ -41,7 +44,7 @@ const MIN_ACK_TIMEOUT_US: u64 = 10_000;
 /// `rnr_retry` 7: retry forever.
 const RNR_RETRY_FOREVER: u8 = 7;
 
-/// (Re)starts the QP's timer, `us` from now.
+/// Starts the QP's timer `us` from now, replacing an armed one.
 fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
     let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
     // Dropping the old handle cancels it (waiting for a running callback, which only queues
@@ -51,12 +54,33 @@ fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
     inner.timer = Some(shared.clone().start(delay));
 }
 
+/// The ACK timeout of the QP, if it has one.
+fn ack_timeout(inner: &QpInner) -> Option<u64> {
+    ack_timeout_us(inner.attr.timeout).map(|us| us.max(MIN_ACK_TIMEOUT_US))
+}
+
 /// (Re)starts the ACK timeout, if the QP has one.
 pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     inner.req.rnr_wait = false;
-    match ack_timeout_us(inner.attr.timeout) {
-        Some(us) => arm(shared, inner, us.max(MIN_ACK_TIMEOUT_US)),
+    match ack_timeout(inner) {
+        Some(us) => arm(shared, inner, us),
         None => stop_timer(inner),
+    }
+}
+
+/// The peer made progress: the ACK timeout starts over. The armed timer is left alone (cheap
+/// per packet): when it fires it finds the new deadline and waits the rest.
+fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    if inner.req.rnr_wait {
+        return;
+    }
+    match (ack_timeout(inner), inner.timer.is_some()) {
+        (Some(us), true) => {
+            let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
+            inner.req.due = Some(Instant::now() + delay);
+        }
+        (Some(_), false) => arm_ack(shared, inner),
+        (None, _) => stop_timer(inner),
     }
 }
 
@@ -65,29 +89,36 @@ fn stop_timer(inner: &mut QpInner) {
     inner.req.due = None;
 }
 
-/// The timer fired: send again from the oldest unacknowledged PSN, or fail the oldest WQE once
-/// the retries are spent.
+/// The timer fired: send again from the oldest unanswered PSN, or fail the oldest WQE once the
+/// retries are spent.
 pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
-    match inner.req.due {
-        Some(due) if !(Instant::now() - due).is_negative() => {}
-        // Re-armed or stopped since this fire.
-        _ => return,
+    let Some(due) = inner.req.due else {
+        // Stopped since this fire.
+        return;
+    };
+    let left = due - Instant::now();
+    if !left.is_negative() && !left.is_zero() {
+        // Progress moved the deadline on: wait the rest.
+        let rnr = inner.req.rnr_wait;
+        let us = u64::try_from(left.as_micros_ceil()).unwrap_or(u64::MAX).max(1);
+        arm(shared, inner, us);
+        inner.req.rnr_wait = rnr;
+        return;
     }
     stop_timer(inner);
     if !matches!(inner.attr.state, QpState::Rts | QpState::Sqd)
-        || !inner.req.flight.iter().any(rc::Sent::pending)
+        || !inner.req.flight.iter().any(|s| s.entry.pending())
     {
         return;
     }
-    let data = qp.device().data();
-    if data.rx.busy() {
-        // The answer may be among the packets still waiting: not a timeout yet.
+    if shared.backlog_pending() {
+        // The answer may be among the packets still waiting for this QP: not a timeout yet.
         let rnr = inner.req.rnr_wait;
         arm_ack(shared, inner);
         inner.req.rnr_wait = rnr;
         return;
     }
-    let counters = &data.counters;
+    let counters = &qp.device().data().counters;
     if inner.req.rnr_wait {
         inner.req.rnr_wait = false;
         if inner.req.rnr_retries == 0 {
@@ -109,9 +140,11 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         inner.req.retries -= 1;
         counters.inc(Counter::CompleterRetryErr);
     }
-    inner.req.nxt = inner.req.una;
-    inner.req.reread = None;
-    rc::pump(qp, shared, inner);
+    let req = &mut inner.req;
+    req.win.rewind(&mut req.flight);
+    if rc::pump(qp, shared, inner) {
+        shared.kick();
+    }
     if inner.timer.is_none() {
         arm_ack(shared, inner);
     }
@@ -121,25 +154,26 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
 /// state, which flushes the rest.
 pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
     let mut failed = false;
-    while inner.req.flight.first().is_some_and(|s| !s.pending()) {
+    while inner.req.flight.first().is_some_and(|s| s.entry.finished()) {
         let Ok(sent) = inner.req.flight.remove(0) else {
             break;
         };
+        let status = sent.entry.status();
+        if status == WcStatus::Success && sent.kind() == Kind::Send {
+            qp.device().data().counters.inc(Counter::RdmaSends);
+        }
         let signaled = shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
-        if signaled || sent.status != WcStatus::Success {
-            let mut c = Completion::of_send_queue(
-                sent.wqe().wr_id(),
-                sent.status,
-                sent.wc_opcode(),
-                qp.qpn(),
-            );
-            if sent.kind == Kind::Read {
+        if signaled || status != WcStatus::Success {
+            let mut c =
+                Completion::of_send_queue(sent.wqe().wr_id(), status, sent.wc_opcode(), qp.qpn());
+            if sent.kind() == Kind::Read {
                 c.byte_len = sent.len;
             }
+            // A full CQ loses the completion: its consumer fell behind.
             let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
         }
         let _ = shared.sq.advance(&mut inner.sq_cons);
-        if sent.status != WcStatus::Success {
+        if status != WcStatus::Success {
             failed = true;
             break;
         }
@@ -151,21 +185,12 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     }
 }
 
-/// The peer answered up to (not including) `una`: the window moves, the budgets refill and the
-/// timeout starts over.
-fn advance(shared: &Arc<QpShared>, inner: &mut QpInner, una: Psn) {
-    if una.diff(inner.req.una) <= 0 || una.diff(Psn::new(inner.attr.sq_psn)) > 0 {
-        return;
+/// The oldest unfinished WQE failed with `status`; no more start.
+fn fail_front(inner: &mut QpInner, status: WcStatus) {
+    if let Some(sent) = inner.req.flight.iter_mut().find(|s| s.entry.pending()) {
+        sent.entry.fail(status);
     }
-    inner.req.una = una;
-    if inner.req.nxt.before(una) {
-        inner.req.nxt = una;
-    }
-    let (r, rnr) = (inner.attr.retry_cnt, inner.attr.rnr_retry);
-    inner.req.set_retries(r, rnr);
-    if !inner.req.rnr_wait {
-        arm_ack(shared, inner);
-    }
+    inner.req.stopped = true;
 }
 
 /// Takes an ACK, NAK or read response for this QP's requests.
@@ -175,190 +200,136 @@ pub(crate) fn on_response(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
 ) -> Result<(), QpDrop> {
-    let psn = pkt.bth.psn;
-    if psn.diff(inner.req.sent_end) >= 0 {
-        return Err(QpDrop::BadPsn);
-    }
-    match pkt.info.kind {
-        OpKind::Ack => {
-            let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
-            match aeth.syndrome >> 5 {
-                AETH_ACK => ack_through(shared, inner, psn),
-                AETH_RNR_NAK => {
-                    qp.device().data().counters.inc(Counter::RcvdRnrErr);
-                    ack_through(shared, inner, psn.add(Psn::MASK));
-                    // Resend when the peer's timer says; `on_timer` does it.
-                    inner.req.rnr_wait = true;
-                    arm(shared, inner, u64::from(rnr_delay_us(aeth.syndrome)));
-                }
-                AETH_NAK => {
-                    ack_through(shared, inner, psn.add(Psn::MASK));
-                    match aeth.syndrome & 0x1f {
-                        NAK_PSN_SEQ => {
-                            qp.device().data().counters.inc(Counter::RcvdSeqErr);
-                            if !psn.before(inner.req.una) {
-                                inner.req.nxt = psn;
-                            }
-                        }
-                        code => {
-                            let counters = &qp.device().data().counters;
-                            let status = match code {
-                                NAK_INVALID_REQUEST => {
-                                    counters.inc(Counter::ReqRemoteInvalidRequest);
-                                    WcStatus::RemInvReqErr
-                                }
-                                NAK_REMOTE_ACCESS => {
-                                    counters.inc(Counter::ReqRemoteAccessErrors);
-                                    WcStatus::RemAccessErr
-                                }
-                                _ => WcStatus::RemOpErr,
-                            };
-                            fail_front(inner, status);
-                        }
-                    }
-                }
-                _ => return Err(QpDrop::BadState),
-            }
-        }
+    let una = inner.req.win.una();
+    let landed = match pkt.info.kind {
+        OpKind::Ack => on_ack(qp, shared, inner, pkt)?,
         OpKind::ReadResponse => on_read_response(qp, shared, inner, pkt)?,
         _ => return Err(QpDrop::BadState),
+    };
+    if landed || inner.req.win.una() != una {
+        // Progress: the budgets refill and the timeout starts over.
+        let (r, rnr) = (inner.attr.retry_cnt, inner.attr.rnr_retry);
+        inner.req.set_retries(r, rnr);
+        touch_ack(shared, inner);
     }
     complete(qp, shared, inner);
-    if !inner.req.rnr_wait && matches!(inner.attr.state, QpState::Rts | QpState::Sqd) {
-        rc::pump(qp, shared, inner);
+    if !inner.req.rnr_wait
+        && matches!(inner.attr.state, QpState::Rts | QpState::Sqd)
+        && rc::pump(qp, shared, inner)
+    {
+        shared.kick();
     }
     Ok(())
 }
 
-/// The peer has everything through `psn`. SENDs and WRITEs that end there are done; a READ
-/// that it passes lost responses, which are asked for again.
-fn ack_through(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
-    let mut una = None;
-    for sent in inner.req.flight.iter_mut() {
-        if !sent.pending() {
-            continue;
-        }
-        if psn.before(sent.first_psn) {
-            break;
-        }
-        if sent.kind == Kind::Read {
-            // Everything before the READ is done; from its missing responses on is not.
-            let missing = sent.first_psn.add(sent.read_pkts);
-            una = Some(missing);
-            inner.req.nxt = missing;
-            break;
-        }
-        if psn.before(sent.last_psn()) {
-            una = Some(psn.add(1));
-            break;
-        }
-        sent.acked = true;
-        una = Some(sent.end_psn());
+/// An ACK or NAK. Returns `false`: it moves `una` (or not), it lands nothing.
+fn on_ack(
+    qp: &Qp<Ferroce>,
+    shared: &Arc<QpShared>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Result<bool, QpDrop> {
+    let psn = pkt.bth.psn;
+    let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
+    let counters = &qp.device().data().counters;
+    let class = aeth.syndrome >> 5;
+    let place = if class == AETH_ACK {
+        inner.req.win.place_ack(psn)
+    } else {
+        inner.req.win.place(psn)
+    };
+    match place {
+        // Answers nothing this QP sent: forged, or corrupt.
+        Place::Beyond => return Err(QpDrop::BadPsn),
+        // A duplicate or late answer: nothing to do.
+        Place::Old => return Ok(false),
+        Place::Current => {}
     }
-    if let Some(una) = una {
-        advance(shared, inner, una);
+    let req = &mut inner.req;
+    match class {
+        AETH_ACK => req.win.ack(&mut req.flight, psn),
+        AETH_RNR_NAK => {
+            counters.inc(Counter::RcvdRnrErr);
+            req.win.nak(&mut req.flight, psn);
+            // Resend when the peer's timer says; `on_timer` does it.
+            req.rnr_wait = true;
+            arm(shared, inner, u64::from(rnr_delay_us(aeth.syndrome)));
+        }
+        AETH_NAK => match aeth.syndrome & 0x1f {
+            NAK_PSN_SEQ => {
+                counters.inc(Counter::RcvdSeqErr);
+                req.win.nak(&mut req.flight, psn);
+            }
+            code => {
+                let status = match code {
+                    NAK_INVALID_REQUEST => {
+                        counters.inc(Counter::ReqRemoteInvalidRequest);
+                        WcStatus::RemInvReqErr
+                    }
+                    NAK_REMOTE_ACCESS => {
+                        counters.inc(Counter::ReqRemoteAccessErrors);
+                        WcStatus::RemAccessErr
+                    }
+                    _ => WcStatus::RemOpErr,
+                };
+                if req.win.fail_at(&mut req.flight, psn, status) {
+                    req.stopped = true;
+                }
+            }
+        },
+        _ => return Err(QpDrop::BadState),
     }
+    Ok(false)
 }
 
-/// The oldest unfinished WQE failed with `status`.
-fn fail_front(inner: &mut QpInner, status: WcStatus) {
-    if let Some(sent) = inner.req.flight.iter_mut().find(|s| s.pending()) {
-        sent.status = status;
-    }
-    inner.req.stopped = true;
-}
-
-/// A read response lands in the READ's local buffers.
+/// A read response lands in the READ's local buffers. Returns whether it landed.
 fn on_read_response(
     qp: &Qp<Ferroce>,
     shared: &Arc<QpShared>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> Result<(), QpDrop> {
+) -> Result<bool, QpDrop> {
     let psn = pkt.bth.psn;
-    // Find the READ this answers. WQEs before it are done (responses come after their ACKs);
-    // an earlier READ still missing responses lost them, and is asked again.
-    let mut done_to = None;
-    let mut target = None;
-    for (i, sent) in inner.req.flight.iter().enumerate() {
-        if !sent.pending() {
-            continue;
-        }
-        if psn.before(sent.first_psn) {
-            break;
-        }
-        if sent.kind == Kind::Read {
-            if psn.diff(sent.last_psn()) <= 0 {
-                target = Some(i);
-            } else {
-                inner.req.nxt = sent.first_psn.add(sent.read_pkts);
-            }
-            break;
-        }
-        if psn.diff(sent.last_psn()) <= 0 {
-            break;
-        }
-        done_to = Some(i);
+    match inner.req.win.place(psn) {
+        Place::Beyond => return Err(QpDrop::BadPsn),
+        Place::Old => return Ok(false),
+        Place::Current => {}
     }
-    if let Some(last) = done_to {
-        for sent in inner.req.flight.iter_mut().take(last + 1) {
-            if sent.pending() {
-                sent.acked = true;
-            }
+    let req = &mut inner.req;
+    let (idx, index) = match req.win.read_response(&mut req.flight, psn) {
+        ReadOutcome::Next { idx, index } => (idx, index),
+        // A gap asked for the missing responses (once); a duplicate is nothing new.
+        ReadOutcome::Gap { .. } | ReadOutcome::Duplicate | ReadOutcome::NotOurs => {
+            return Ok(false)
         }
-        if let Some(end) = inner.req.flight.get(last).map(|s| s.end_psn()) {
-            advance(shared, inner, end);
-        }
-    }
-    let Some(sent) = target.and_then(|i| inner.req.flight.get_mut(i)) else {
-        // A duplicate, or not ours.
-        return Ok(());
     };
-    let expected = sent.first_psn.add(sent.read_pkts);
-    let d = psn.diff(expected);
-    if d < 0 {
-        return Ok(());
+    let Some(sent) = req.flight.get_mut(idx) else {
+        return Ok(false);
+    };
+    // A response that does not fit where it lands (wrong place in the stream, or a length
+    // that would leave part of the buffer unwritten) is not taken: the READ asks again.
+    let pos = pkt.info.position;
+    if !read_response_fits(
+        index,
+        sent.entry.npkts(),
+        pos.starts(),
+        pos.ends(),
+        pkt.payload.len(),
+        sent.mtu,
+        sent.len,
+    ) {
+        return Err(QpDrop::BadLength);
     }
-    if d > 0 {
-        // One went missing: ask again for the rest, once per READ. Later responses of the
-        // old stream arrive with gaps too; asking on each would start a stream each. A loss in
-        // the new stream waits for the timer.
-        if inner.req.reread.is_none() {
-            inner.req.reread = Some(expected);
-            if let Some(i) = target {
-                rc::reread(qp, inner, i);
-            }
-        }
-        return Ok(());
-    }
-    let off = sent.read_pkts.saturating_mul(sent.mtu);
+    let off = index as usize * sent.mtu as usize;
     let w = sent.wqe();
     let num = (w.num_sge() as usize).min((shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
     let mrs = &qp.device().data().mrs;
-    let fits = u64::from(off) + pkt.payload.len() as u64 <= u64::from(sent.len);
-    let res = if fits {
-        sge::scatter(
-            mrs,
-            shared.pd,
-            (0..num).map(|i| w.sge(i)),
-            off as usize,
-            pkt.payload,
-        )
-    } else {
-        Err(WcStatus::LocLenErr)
-    };
-    if let Err(status) = res {
-        sent.status = status;
-        inner.req.stopped = true;
-        return Ok(());
+    if let Err(status) = sge::scatter(mrs, shared.pd, (0..num).map(|i| w.sge(i)), off, &pkt.payload)
+    {
+        sent.entry.fail(status);
+        req.stopped = true;
+        return Ok(false);
     }
-    sent.read_pkts += 1;
-    let last = pkt.info.position.ends();
-    if last {
-        sent.acked = true;
-        inner.req.reread = None;
-    }
-    let una = psn.add(1);
-    advance(shared, inner, una);
-    Ok(())
+    req.win.read_landed(&mut req.flight, idx, index);
+    Ok(true)
 }

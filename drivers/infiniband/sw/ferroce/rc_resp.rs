@@ -17,20 +17,22 @@ use crate::{
     mr::MrRef,
     proto::{
         opcode::{OpKind, Opcode},
-        packet::{Aeth, BuildError, ExtHeaders, Packet},
+        packet::{Aeth, ExtHeaders},
         psn::Psn,
+        responder::{request_fits, UnderWay},
         wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
     },
     qp::{QpInner, QpShared},
     rc::{self, path_mtu},
-    recv::QpDrop,
+    rc_read::{self, Reads},
+    recv::{Packet, QpDrop},
     sge,
     xmit::Xmit,
 };
-use kernel::{prelude::*, rdma::qp::Qp};
+use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
 
 /// An ACK's AETH syndrome: no credit count (end-to-end flow control is not used).
-const SYNDROME_ACK: u8 = 0x1f;
+pub(crate) const SYNDROME_ACK: u8 = 0x1f;
 /// An RNR NAK's syndrome, before the timer code.
 const SYNDROME_RNR: u8 = 0x20;
 const SYNDROME_NAK_SEQ: u8 = 0x60;
@@ -39,7 +41,7 @@ const SYNDROME_NAK_ACCESS: u8 = 0x62;
 
 /// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Refusal {
+pub(crate) enum Refusal {
     /// No receive WQE posted (or no memory to take one): try again later.
     NotReady,
     /// Malformed for where it stands: bad opcode sequence, length or headers.
@@ -74,9 +76,8 @@ impl Refusal {
     }
 }
 
-/// `IB_ACCESS_REMOTE_WRITE` and `_READ` on the QP.
+/// `IB_ACCESS_REMOTE_WRITE` on the QP.
 const QP_REMOTE_WRITE: u32 = 2;
-const QP_REMOTE_READ: u32 = 4;
 
 /// A SEND under way: its receive WQE and how much has landed.
 struct Receiving {
@@ -96,25 +97,46 @@ struct Writing {
 /// The responder's state, under the QP's lock. The expected PSN is the QP's `rq_psn`.
 #[derive(Default)]
 pub(crate) struct Responder {
-    msn: u32,
+    pub(crate) msn: u32,
     /// A sequence NAK went out for the current gap; one is enough.
     nak_sent: bool,
     /// UC: the message under way was dropped; its other packets go too.
     dropping: bool,
     recv: Option<Receiving>,
     write: Option<Writing>,
+    /// RDMA READs being answered, and the last ones answered (for duplicates).
+    pub(crate) reads: Reads,
 }
 
 /// Takes a request for this QP.
 pub(crate) fn on_request(
     qp: &Qp<Ferroce>,
-    shared: &QpShared,
+    shared: &Arc<QpShared>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
     counters: &Counters,
 ) -> Result<(), QpDrop> {
-    let path = inner.path(qp.qpn()).ok_or(QpDrop::BadState)?;
-    let xmit = Xmit::new(qp.device(), path).map_err(|_| QpDrop::BadState)?;
+    let more = shared
+        .with_peer(qp, inner, |inner, xmit| {
+            request(qp, shared, inner, xmit, pkt, counters);
+            rc_read::answer(inner, xmit)
+        })
+        .ok_or(QpDrop::BadState)?;
+    if more {
+        // A long READ goes on from the QP's work, so other QPs' packets are not held up.
+        shared.kick();
+    }
+    Ok(())
+}
+
+fn request(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    inner: &mut QpInner,
+    xmit: &Xmit<'_>,
+    pkt: &Packet<'_>,
+    counters: &Counters,
+) {
     let psn = pkt.bth.psn;
     let expected = Psn::new(inner.attr.rq_psn);
     let d = psn.diff(expected);
@@ -122,27 +144,28 @@ pub(crate) fn on_request(
         counters.inc(Counter::OutOfSeqRequest);
         if !inner.resp.nak_sent {
             inner.resp.nak_sent = true;
-            ack(&xmit, inner, expected, SYNDROME_NAK_SEQ);
+            ack(xmit, inner, expected, SYNDROME_NAK_SEQ);
         }
-        return Ok(());
+        return;
     }
     if d < 0 {
         counters.inc(Counter::DuplicateRequest);
         if pkt.info.kind == OpKind::ReadRequest {
-            // Reads change nothing: answer again.
-            let _ = read(qp, shared, inner, &xmit, pkt);
+            // Answered again only from where the requester lost it, and only if it is one of
+            // the READs this QP answered: a forged one reads nothing.
+            rc_read::duplicate(inner, pkt);
         } else if pkt.bth.ack_req {
             // Its ACK was lost (or is late): say again how far we are.
-            ack(&xmit, inner, expected.add(Psn::MASK), SYNDROME_ACK);
+            ack(xmit, inner, expected.add(Psn::MASK), SYNDROME_ACK);
         }
-        return Ok(());
+        return;
     }
     inner.resp.nak_sent = false;
     let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
         OpKind::ReadRequest => {
             counters.inc(Counter::RxReadRequests);
-            read(qp, shared, inner, &xmit, pkt).map(|npkts| {
+            rc_read::start(qp, shared, inner, pkt).map(|npkts| {
                 inner.attr.rq_psn = psn.add(npkts).get();
                 counters.inc(Counter::RcvdPkts);
             })
@@ -159,18 +182,22 @@ pub(crate) fn on_request(
                 inner.resp.msn = (inner.resp.msn + 1) & Psn::MASK;
             }
             if pkt.bth.ack_req {
-                ack(&xmit, inner, psn, SYNDROME_ACK);
+                ack(xmit, inner, psn, SYNDROME_ACK);
             }
         }
         Err(refusal) => {
             // The PSN stays expected: nothing of the request took effect, except a receive
             // WQE that completed with an error.
             counters.inc(refusal.counter());
-            ack(&xmit, inner, psn, refusal.syndrome(inner));
+            ack(xmit, inner, psn, refusal.syndrome(inner));
             fail_on_receive_error(qp, shared, inner, refusal, counters);
+            if matches!(refusal, Refusal::Invalid | Refusal::Access) {
+                // A class C error (IBA 9.9.3.1.2): after its NAK the QP goes to the error
+                // state, so a peer cannot go on trying keys and ranges.
+                shared.fail(qp, inner);
+            }
         }
     }
-    Ok(())
 }
 
 /// Takes a request for this UC QP.
@@ -221,7 +248,8 @@ fn drop_message(inner: &mut QpInner) {
     inner.resp.dropping = false;
 }
 
-/// Takes a SEND or WRITE packet; anything else is invalid here.
+/// Takes a SEND or WRITE packet; anything else is invalid here, and so is one out of its
+/// message's sequence or not of its length.
 fn send_or_write(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
@@ -229,6 +257,20 @@ fn send_or_write(
     pkt: &Packet<'_>,
     counters: &Counters,
 ) -> Result<(), Refusal> {
+    let under = match (&inner.resp.recv, &inner.resp.write) {
+        (Some(_), _) => UnderWay::Send,
+        (None, Some(_)) => UnderWay::Write,
+        (None, None) => UnderWay::Nothing,
+    };
+    if !request_fits(
+        under,
+        pkt.info.kind == OpKind::Write,
+        pkt.info.position,
+        pkt.payload.len(),
+        path_mtu(qp, inner),
+    ) {
+        return Err(Refusal::Invalid);
+    }
     match pkt.info.kind {
         OpKind::Send => send(qp, shared, inner, pkt),
         OpKind::Write => {
@@ -259,7 +301,7 @@ fn fail_on_receive_error(
 }
 
 /// Sends an ACK or NAK for `psn`.
-fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
+pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
     let bth = rc::bth(&inner.attr, Opcode::RcAck, psn);
     let ext = ExtHeaders {
         aeth: Some(Aeth {
@@ -280,7 +322,7 @@ fn rnr(inner: &QpInner) -> u8 {
 /// Takes the next receive WQE, if one is posted.
 fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, Refusal> {
     let mut slot = KVec::new();
-    slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
+    slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
         .map_err(|_| Refusal::NotReady)?;
     match shared.rq.peek(inner.rq_cons, &mut slot) {
         Ok(true) => Ok(Some(slot)),
@@ -301,7 +343,7 @@ fn land(
     shared: &QpShared,
     slot: &[u8],
     offset: usize,
-    data: &[u8],
+    data: &crate::recv::Payload<'_>,
 ) -> Result<(), WcStatus> {
     if let Some(status) = malformed(slot) {
         return Err(status);
@@ -326,6 +368,10 @@ fn complete_recv(
         wr_id: RecvWqe::new(slot).wr_id(),
         ..c
     };
+    if c.status == WcStatus::Success {
+        qp.device().data().counters.inc(Counter::RdmaRecvs);
+    }
+    // A full CQ loses the completion: its consumer fell behind.
     let _ = FerroceCq::post(qp, qp.recv_cq(), &c, solicited);
 }
 
@@ -373,7 +419,7 @@ fn send(
         return Err(Refusal::Invalid);
     };
     if r.failed.is_none() {
-        match land(qp, shared, &r.slot, r.offset, pkt.payload) {
+        match land(qp, shared, &r.slot, r.offset, &pkt.payload) {
             Ok(()) => {}
             // The WQE is well formed, so its SGEs are too short (class D on UC).
             Err(WcStatus::LocLenErr) if shared.is_uc() => return Err(Refusal::TooLong),
@@ -406,6 +452,13 @@ fn write(
 ) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
+    // WRITE with immediate consumes a receive WQE for its completion. Without one it is RNR
+    // NAKed before anything changes, so its retry finds the message as it was.
+    let recv_slot = if last && pkt.ext.imm.is_some() {
+        Some(take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?)
+    } else {
+        None
+    };
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
         if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {
@@ -446,8 +499,14 @@ fn write(
                 inner.resp.write = None;
                 return Err(Refusal::Invalid);
             }
-            w.mr.mem
-                .write(w.at, pkt.payload)
+            if !w.mr.live() {
+                // Deregistered since the message started: not one more byte.
+                inner.resp.write = None;
+                return Err(Refusal::Access);
+            }
+            let (mem, at) = (&w.mr.mem, w.at);
+            pkt.payload
+                .for_each(|off, piece| mem.write(at + off, piece), EFAULT)
                 .map_err(|_| Refusal::Access)?;
             w.at += pkt.payload.len();
             w.left -= n;
@@ -460,9 +519,7 @@ fn write(
         return Ok(());
     }
     inner.resp.write = None;
-    if let Some(imm) = pkt.ext.imm {
-        // WRITE with immediate consumes a receive WQE for its completion.
-        let slot = take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?;
+    if let (Some(imm), Some(slot)) = (pkt.ext.imm, recv_slot) {
         let c = recv_completion(
             qp,
             WcStatus::Success,
@@ -473,74 +530,4 @@ fn write(
         complete_recv(qp, shared, inner, &slot, c, pkt.bth.solicited);
     }
     Ok(())
-}
-
-/// An RDMA READ request: answered from the region it names. Returns the PSNs the responses take.
-fn read(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    xmit: &Xmit<'_>,
-    pkt: &Packet<'_>,
-) -> Result<u32, Refusal> {
-    let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-    if inner.attr.access_flags & QP_REMOTE_READ == 0 {
-        return Err(Refusal::Access);
-    }
-    let mtu = path_mtu(qp, inner);
-    let npkts = reth.dma_len.div_ceil(mtu).max(1);
-    let mrs = &qp.device().data().mrs;
-    let src = if reth.dma_len == 0 {
-        None
-    } else {
-        Some(
-            sge::remote(
-                mrs,
-                shared.pd,
-                reth.rkey,
-                reth.va,
-                reth.dma_len,
-                sge::ACCESS_REMOTE_READ,
-            )
-            .ok_or(Refusal::Access)?,
-        )
-    };
-    // The responses carry the MSN of this request, counted now.
-    let msn = (inner.resp.msn + 1) & Psn::MASK;
-    let is_new = pkt.bth.psn == Psn::new(inner.attr.rq_psn);
-    if is_new {
-        inner.resp.msn = msn;
-    }
-    for i in 0..npkts {
-        let off = i * mtu;
-        let n = (reth.dma_len - off).min(mtu) as usize;
-        // Copied from the region straight into the packet.
-        let fill = |dst: &mut [u8]| match &src {
-            Some((mr, at)) => mr
-                .mem
-                .read(at + off as usize, dst)
-                .map_err(|_| BuildError::Payload),
-            None => Ok(()),
-        };
-        let pos = match (i == 0, i + 1 == npkts) {
-            (true, true) => Opcode::RcReadResponseOnly,
-            (true, false) => Opcode::RcReadResponseFirst,
-            (false, true) => Opcode::RcReadResponseLast,
-            (false, false) => Opcode::RcReadResponseMiddle,
-        };
-        let bth = rc::bth(&inner.attr, pos, pkt.bth.psn.add(i));
-        let ext = ExtHeaders {
-            aeth: (pos != Opcode::RcReadResponseMiddle).then_some(Aeth {
-                syndrome: SYNDROME_ACK,
-                msn: if is_new { msn } else { inner.resp.msn },
-            }),
-            ..ExtHeaders::default()
-        };
-        match xmit.send_with(&bth, &ext, n, fill) {
-            Err(e) if e == EFAULT => return Err(Refusal::Access),
-            // A lost response is asked for again.
-            _ => {}
-        }
-    }
-    Ok(npkts)
 }

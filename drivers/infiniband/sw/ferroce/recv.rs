@@ -1,139 +1,245 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The receive path: from the UDP socket's encapsulation hook to a validated packet.
+//! The receive path: from the UDP socket's encapsulation hook to the queue pair a packet is for.
 //!
-//! Everything here comes from the wire and is untrusted: lengths are checked before any field is
-//! read, the ICRC before anything is acted on, and every drop is counted by reason.
+//! Everything here comes from the wire and is untrusted. In softirq, a packet's headers are
+//! copied out of the skb (which may be non-linear: it is never linearised) and parsed, lengths
+//! first; its QP is found by number without a lock; the QP then checks the ICRC before it acts
+//! on anything, and takes the packet at once or, if it is busy, queues it (see
+//! [`crate::qp::QpShared::receive`]). Every drop is counted by reason.
 
 use crate::{
     counters::{Counter, Counters},
-    device::{Ferroce, FerroceDevice},
+    device::Ferroce,
     proto::{
-        icrc::{IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
-        packet::{self, DropReason, Packet},
+        icrc::{Icrc, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
+        opcode::{OpInfo, OpKind},
+        psn::Psn,
+        packet::{self, DropReason, ExtHeaders, Headers, MAX_HDR_LEN},
     },
-    qp::{QpShared, QpTable},
+    qp::QpShared,
+    proto::bth::Bth,
 };
 use kernel::{
-    impl_has_work,
-    net::{
-        skbuff::{SkBuff, SkbQueue},
-        udp_tunnel::EncapRecv,
-    },
-    new_work,
+    net::{skbuff::SkBuff, udp_tunnel::EncapRecv},
     prelude::*,
     rdma::device::Device,
-    sync::Arc,
-    workqueue::{Work, WorkItem},
 };
-
-/// Received packets a device holds for its work queue before it drops new ones.
-const RX_BACKLOG: u32 = 4096;
 
 /// Receives the datagrams of every ferroce socket.
 pub(crate) struct Receiver;
 
 impl EncapRecv for Receiver {
-    fn recv(mut skb: SkBuff) {
+    fn recv(skb: SkBuff) {
         // Only packets that arrive on a netdev with a ferroce device are ours (a VLAN upper of
         // such a netdev is not: links are refused on VLANs, and the lower device's port owns
         // only untagged traffic).
         let Some(dev) = skb.dev().and_then(Device::<Ferroce>::get_by_netdev) else {
             return;
         };
-        let data = dev.data();
-        if skb.linearize().is_err() {
-            data.counters.inc(Counter::DropNoMem);
-            return;
-        }
-        RxQueue::take(data, skb);
+        deliver(&dev.data().counters, &dev.data().qps, skb, false);
     }
 }
 
-/// A device's received packets on their way from softirq to its work queue.
-#[pin_data]
-pub(crate) struct RxQueue {
-    #[pin]
-    skbs: SkbQueue,
-    #[pin]
-    work: Work<RxQueue>,
-    qps: Arc<QpTable>,
-    counters: Arc<Counters>,
+/// Hands one packet (`data` at its UDP header) to its QP: one from the socket, or, with
+/// `looped`, one a QP of the same device sent to the device's own address.
+pub(crate) fn deliver(counters: &Counters, qps: &crate::qp::QpTable, skb: SkBuff, looped: bool) {
+    let pkt = match RxHeaders::parse(&skb) {
+        Ok(h) => h,
+        Err(r) => return counters.inc(drop_counter(Reject::Packet(r))),
+    };
+    match qps.get(pkt.bth.dest_qpn) {
+        Some(qp) => QpShared::receive(&qp, skb, pkt, looped, counters),
+        // The ICRC decides whether this was a packet for no one or a corrupt one.
+        None => counters.inc(match pkt.verify_icrc(&skb) {
+            true => Counter::DropBadQpn,
+            false => Counter::DropIcrc,
+        }),
+    }
 }
 
-impl_has_work! {
-    impl HasWork<Self> for RxQueue { self.work }
+/// A received packet's headers, copied out of its skb: what is known before the payload is
+/// touched.
+#[derive(Clone, Copy)]
+pub(crate) struct RxHeaders {
+    /// The IP header (20 bytes for IPv4, 40 for IPv6), as received.
+    ip: [u8; IPV6_HDR_LEN],
+    ip_len: usize,
+    udp: [u8; UDP_HDR_LEN],
+    /// The BTH, as received (the ICRC covers it masked).
+    bth_raw: [u8; BTH_LEN],
+    pub(crate) bth: Bth,
+    pub(crate) info: &'static OpInfo,
+    pub(crate) ext: ExtHeaders,
+    /// Where the payload starts, from `data` (the UDP header).
+    payload_off: usize,
+    payload_len: usize,
+    /// Where the ICRC starts, from `data`.
+    icrc_off: usize,
 }
 
-impl RxQueue {
-    /// Queues a linear packet (`data` at its UDP header) for `dev`'s work queue: one from the
-    /// socket, or one a QP of the device sent to the device's own address.
-    pub(crate) fn take(dev: &FerroceDevice, skb: SkBuff) {
-        // A bounded backlog: past it the data path is behind, and older packets would only
-        // reach QPs after their peers' timers fired.
-        if dev.rx.skbs.len() >= RX_BACKLOG {
-            dev.counters.inc(Counter::DropBacklog);
-            return;
-        }
-        // Everything else runs in process context, in batches: QP state sleeps-locks, and
-        // checking the ICRC there keeps softirq time short.
-        dev.rx.skbs.push(skb);
-        let _ = dev.wq.enqueue(dev.rx.clone());
-    }
-
-    pub(crate) fn new(qps: Arc<QpTable>, counters: Arc<Counters>) -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Self {
-                skbs <- SkbQueue::new(),
-                work <- new_work!("ferroce::RxQueue::work"),
-                qps,
-                counters,
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Whether received packets wait for the work queue.
-    pub(crate) fn busy(&self) -> bool {
-        !self.skbs.is_empty()
-    }
-
-    /// Validates one packet and hands it to its QP.
-    fn deliver(&self, skb: SkBuff) {
-        let res = match classify(&skb) {
-            Ok((ip, pkt)) => match self.qps.get(pkt.bth.dest_qpn) {
-                Some(qp) => QpShared::receive(&qp, &pkt, ip, &self.counters).map_err(Reject::Qp),
-                None => Err(Reject::Qpn),
-            },
-            Err(r) => Err(r),
+impl RxHeaders {
+    /// Parses the headers of the packet in `skb`: IP (linear: the stack pulled it), UDP (at
+    /// `data`), BTH and extension headers (copied, wherever they lie).
+    pub(crate) fn parse(skb: &SkBuff) -> Result<Self, DropReason> {
+        let (bytes, udp_off) = skb.network_and_data().ok_or(DropReason::BadHeader)?;
+        let ip_bytes = bytes.get(..udp_off).ok_or(DropReason::BadHeader)?;
+        // RoCEv2 carries no IPv4 options or IPv6 extension headers: the ICRC covers a
+        // fixed-size IP header.
+        let ip_len = match ip_bytes.first().map(|b| b >> 4) {
+            Some(4) => IPV4_HDR_LEN,
+            Some(6) => IPV6_HDR_LEN,
+            _ => return Err(DropReason::BadHeader),
         };
-        match res {
-            Ok(()) => skb.consume(),
-            Err(r) => {
-                self.counters.inc(drop_counter(r));
-                drop(skb);
+        if ip_bytes.len() != ip_len {
+            return Err(DropReason::BadHeader);
+        }
+        let mut ip = [0u8; IPV6_HDR_LEN];
+        ip[..ip_len].copy_from_slice(ip_bytes);
+        let skb_len = skb.len() as usize;
+        // The UDP length is what was sent; anything after it (link padding) is not the packet.
+        let mut udp = [0u8; UDP_HDR_LEN];
+        skb.copy_bits(0, &mut udp).map_err(|_| DropReason::Truncated)?;
+        let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+        if udp_len < UDP_HDR_LEN || udp_len > skb_len {
+            return Err(DropReason::Truncated);
+        }
+        let len = udp_len - UDP_HDR_LEN;
+        let mut head = [0u8; MAX_HDR_LEN];
+        let head_len = len.min(MAX_HDR_LEN);
+        skb.copy_bits(UDP_HDR_LEN, &mut head[..head_len])
+            .map_err(|_| DropReason::Truncated)?;
+        let h: Headers = packet::parse_headers(&head[..head_len], len)?;
+        let mut bth_raw = [0u8; BTH_LEN];
+        bth_raw.copy_from_slice(&head[..BTH_LEN]);
+        Ok(Self {
+            ip,
+            ip_len,
+            udp,
+            bth_raw,
+            bth: h.bth,
+            info: h.info,
+            ext: h.ext,
+            payload_off: UDP_HDR_LEN + h.hdr_len,
+            payload_len: h.payload_len,
+            icrc_off: UDP_HDR_LEN + h.icrc_offset(),
+        })
+    }
+
+    /// Whether this is a duplicate RDMA READ request for a QP whose responder expects
+    /// `inner`'s PSN: one that asks again for responses, and answers nothing new.
+    pub(crate) fn rewinds_read(&self, inner: &crate::qp::QpInner) -> bool {
+        self.info.kind == OpKind::ReadRequest
+            && self.bth.psn.before(Psn::new(inner.attr.rq_psn))
+    }
+
+    /// The IP header as received.
+    pub(crate) fn ip(&self) -> &[u8] {
+        &self.ip[..self.ip_len]
+    }
+
+    /// Whether the ICRC at the end of the packet is right: every byte after the BTH is read
+    /// once, piece by piece.
+    pub(crate) fn verify_icrc(&self, skb: &SkBuff) -> bool {
+        let mut icrc = match self.ip_len {
+            IPV4_HDR_LEN => {
+                let ip: &[u8; IPV4_HDR_LEN] = match self.ip[..IPV4_HDR_LEN].try_into() {
+                    Ok(ip) => ip,
+                    Err(_) => return false,
+                };
+                Icrc::ipv4(ip, &self.udp, &self.bth_raw)
             }
+            _ => Icrc::ipv6(&self.ip, &self.udp, &self.bth_raw),
+        };
+        let from = UDP_HDR_LEN + BTH_LEN;
+        let Some(len) = self.icrc_off.checked_sub(from) else {
+            return false;
+        };
+        if skb
+            .for_each_piece(from, len, |piece| {
+                icrc.update(piece);
+                Ok(())
+            })
+            .is_err()
+        {
+            return false;
+        }
+        let mut wire = [0u8; ICRC_LEN];
+        skb.copy_bits(self.icrc_off, &mut wire).is_ok() && u32::from_le_bytes(wire) == icrc.finish()
+    }
+}
+
+/// A packet a QP takes: its headers and, to be read piece by piece, its payload.
+pub(crate) struct Packet<'a> {
+    pub(crate) hdr: &'a RxHeaders,
+    pub(crate) bth: Bth,
+    pub(crate) info: &'static OpInfo,
+    pub(crate) ext: ExtHeaders,
+    pub(crate) payload: Payload<'a>,
+}
+
+impl<'a> Packet<'a> {
+    pub(crate) fn new(skb: &'a SkBuff, hdr: &'a RxHeaders) -> Self {
+        Self {
+            hdr,
+            bth: hdr.bth,
+            info: hdr.info,
+            ext: hdr.ext,
+            payload: Payload {
+                skb,
+                off: hdr.payload_off,
+                len: hdr.payload_len,
+            },
         }
     }
 }
 
-impl WorkItem for RxQueue {
-    type Pointer = Arc<Self>;
+/// The payload of a received packet, in its skb: read in place, never linearised.
+pub(crate) struct Payload<'a> {
+    skb: &'a SkBuff,
+    off: usize,
+    len: usize,
+}
 
-    fn run(this: Arc<Self>) {
-        // Whatever arrives while this runs is taken too; a push after the last pop queues the
-        // work again.
-        while let Some(skb) = this.skbs.pop() {
-            this.deliver(skb);
+impl Payload<'_> {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f(offset in the payload, bytes)` for each contiguous piece, in order; the first
+    /// error ends the walk and is returned. `f` must not sleep.
+    pub(crate) fn for_each<E: Copy>(
+        &self,
+        mut f: impl FnMut(usize, &[u8]) -> Result<(), E>,
+        short: E,
+    ) -> Result<(), E> {
+        let mut at = 0;
+        let mut failed = None;
+        let res = self.skb.for_each_piece(self.off, self.len, |piece| {
+            if let Err(e) = f(at, piece) {
+                failed = Some(e);
+                return Err(EINVAL);
+            }
+            at += piece.len();
+            Ok(())
+        });
+        match (res, failed) {
+            (Ok(()), _) => Ok(()),
+            (Err(_), Some(e)) => Err(e),
+            // The skb is shorter than its headers said: parsing rules that out.
+            (Err(_), None) => Err(short),
         }
     }
 }
 
 /// Why a packet is dropped: a flaw in the packet itself, or no one to take it.
-enum Reject {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reject {
     Packet(DropReason),
-    /// No queue pair with that number.
-    Qpn,
     /// The QP refused it.
     Qp(QpDrop),
 }
@@ -149,15 +255,23 @@ pub(crate) enum QpDrop {
     NoRecvWqe,
     /// An RC response for a PSN this QP has not sent.
     BadPsn,
+    /// A read response that does not fit where it would land.
+    BadLength,
+    /// A P_Key that does not admit it to the QP.
+    BadPkey,
+    /// An RC or UC packet from someone other than the QP's peer, or to another address.
+    BadAddress,
 }
 
-fn drop_counter(d: Reject) -> Counter {
+pub(crate) fn drop_counter(d: Reject) -> Counter {
     match d {
-        Reject::Qpn => Counter::DropBadQpn,
         Reject::Qp(QpDrop::BadState) => Counter::DropBadState,
         Reject::Qp(QpDrop::BadQkey) => Counter::DropBadQkey,
         Reject::Qp(QpDrop::NoRecvWqe) => Counter::DropNoRecvWqe,
         Reject::Qp(QpDrop::BadPsn) => Counter::DropBadPsn,
+        Reject::Qp(QpDrop::BadLength) => Counter::DropBadLength,
+        Reject::Qp(QpDrop::BadPkey) => Counter::DropBadPkey,
+        Reject::Qp(QpDrop::BadAddress) => Counter::DropBadAddress,
         Reject::Packet(r) => match r {
             DropReason::Truncated => Counter::DropTruncated,
             DropReason::BadHeader => Counter::DropBadHeader,
@@ -166,33 +280,4 @@ fn drop_counter(d: Reject) -> Counter {
             DropReason::BadIcrc => Counter::DropIcrc,
         },
     }
-}
-
-/// Checks one linear packet, from its IP header on; returns its IP header and parsed packet.
-fn classify(skb: &SkBuff) -> Result<(&[u8], Packet<'_>), Reject> {
-    const BAD_HEADER: Reject = Reject::Packet(DropReason::BadHeader);
-    let (bytes, udp_off) = skb.network_and_data().ok_or(BAD_HEADER)?;
-    let (ip, rest) = bytes.split_at(udp_off);
-    let (udp, payload) = rest
-        .split_first_chunk::<UDP_HDR_LEN>()
-        .ok_or(Reject::Packet(DropReason::Truncated))?;
-    // Parse before the ICRC: a packet too short to carry one is truncated, not corrupt.
-    let pkt = packet::parse(payload).map_err(Reject::Packet)?;
-    // RoCEv2 carries no IPv4 options or IPv6 extension headers: the ICRC covers a fixed-size
-    // IP header.
-    let icrc_ok = match ip.first().map(|b| b >> 4) {
-        Some(4) => {
-            let ip: &[u8; IPV4_HDR_LEN] = ip.try_into().map_err(|_| BAD_HEADER)?;
-            packet::verify_icrc_ipv4(ip, udp, payload)
-        }
-        Some(6) => {
-            let ip: &[u8; IPV6_HDR_LEN] = ip.try_into().map_err(|_| BAD_HEADER)?;
-            packet::verify_icrc_ipv6(ip, udp, payload)
-        }
-        _ => false,
-    };
-    if !icrc_ok {
-        return Err(Reject::Packet(DropReason::BadIcrc));
-    }
-    Ok((ip, pkt))
 }

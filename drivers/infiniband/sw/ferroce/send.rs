@@ -8,6 +8,7 @@
 
 use crate::{
     ah::{ipv4_mapped, Av},
+    counters::Counter,
     device::Ferroce,
     proto::{
         bth::Bth,
@@ -19,8 +20,8 @@ use crate::{
             SEND_SIGNALED, SEND_SOLICITED, SGE_SIZE,
         },
     },
+    qp::QpShared,
     sge,
-    xmit::Xmit,
 };
 use kernel::{prelude::*, rdma::qp::Qp};
 
@@ -38,13 +39,10 @@ struct UdWork {
 }
 
 /// What a UD send needs of its QP.
-pub(crate) struct UdQp {
-    /// The PD's id, which MRs named by SGEs must share.
-    pub(crate) pd: usize,
+pub(crate) struct UdQp<'a> {
+    pub(crate) shared: &'a QpShared,
     /// Bytes after the WQE header: room for SGEs or inline data.
     pub(crate) payload_room: usize,
-    /// Whether every WR completes.
-    pub(crate) sig_all: bool,
     /// The QP's Q_Key.
     pub(crate) qkey: u32,
 }
@@ -52,7 +50,7 @@ pub(crate) struct UdQp {
 /// Sends the UD WQE `wqe` (a private copy of its slot); returns its completion, if it has one.
 pub(crate) fn send_ud(
     qp: &Qp<Ferroce>,
-    ud: &UdQp,
+    ud: &UdQp<'_>,
     wqe: &[u8],
     psn: &mut u32,
 ) -> Option<Completion> {
@@ -62,15 +60,20 @@ pub(crate) fn send_ud(
     match prepare(qp, ud, &wqe) {
         Ok((work, payload)) => {
             // A packet that cannot go out (no route, no memory) is lost, as UD allows.
-            let _ = transmit(qp, &work, &payload, ud.qkey, psn);
-            (ud.sig_all || flags & SEND_SIGNALED != 0).then(|| done(WcStatus::Success))
+            let _ = transmit(qp, ud.shared, &work, &payload, ud.qkey, psn);
+            qp.device().data().counters.inc(Counter::RdmaSends);
+            (ud.shared.sig_all() || flags & SEND_SIGNALED != 0).then(|| done(WcStatus::Success))
         }
         // Errors complete whether signaled or not.
         Err(status) => Some(done(status)),
     }
 }
 
-fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KVec<u8>), WcStatus> {
+fn prepare(
+    qp: &Qp<Ferroce>,
+    ud: &UdQp<'_>,
+    wqe: &SendWqe<'_>,
+) -> Result<(UdWork, KVec<u8>), WcStatus> {
     let flags = wqe.send_flags();
     let imm = match wqe.opcode() {
         // IB_WR_SEND, IB_WR_SEND_WITH_IMM: all a UD QP can do.
@@ -85,7 +88,7 @@ fn prepare(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<(UdWork, KV
     }
     let mut payload = KVec::new();
     payload
-        .resize(len, 0, GFP_KERNEL)
+        .resize(len, 0, GFP_ATOMIC)
         .map_err(|_| WcStatus::LocLenErr)?;
     if flags & SEND_INLINE != 0 {
         if len > ud.payload_room {
@@ -121,6 +124,7 @@ pub(crate) struct Datagram<'a> {
 /// Sends a kernel consumer's datagram; a packet the stack drops is lost, as UD allows.
 pub(crate) fn send_datagram(
     qp: &Qp<Ferroce>,
+    shared: &QpShared,
     d: &Datagram<'_>,
     qp_qkey: u32,
     psn: &mut u32,
@@ -138,13 +142,14 @@ pub(crate) fn send_datagram(
         remote_qkey: d.remote_qkey,
         path,
     };
-    let _ = transmit(qp, &work, d.payload, qp_qkey, psn);
+    let _ = transmit(qp, shared, &work, d.payload, qp_qkey, psn);
+    qp.device().data().counters.inc(Counter::RdmaSends);
     Ok(())
 }
 
 /// The path of a UD WQE: its AH's (which must belong to the QP's PD), or for `ah_num` 0 the
 /// address vector the provider wrote into the WQE.
-fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Av, WcStatus> {
+fn path_of(qp: &Qp<Ferroce>, ud: &UdQp<'_>, wqe: &SendWqe<'_>) -> Result<Av, WcStatus> {
     match wqe.ud_ah_num() {
         0 => {
             let av = wqe.ud_av();
@@ -171,7 +176,7 @@ fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Av, WcStatu
                 .ahs
                 .get(num)
                 .ok_or(WcStatus::LocQpOpErr)?;
-            if ah.pd != ud.pd {
+            if ah.pd != ud.shared.pd {
                 return Err(WcStatus::LocQpOpErr);
             }
             Ok(ah.av)
@@ -180,16 +185,28 @@ fn path_of(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>) -> Result<Av, WcStatu
 }
 
 /// Copies the SGEs' bytes into `out` (as long as the WQE's total length).
-fn gather(qp: &Qp<Ferroce>, ud: &UdQp, wqe: &SendWqe<'_>, out: &mut [u8]) -> Result<(), WcStatus> {
+fn gather(
+    qp: &Qp<Ferroce>,
+    ud: &UdQp<'_>,
+    wqe: &SendWqe<'_>,
+    out: &mut [u8],
+) -> Result<(), WcStatus> {
     let num = wqe.num_sge() as usize;
     if num.saturating_mul(SGE_SIZE) > ud.payload_room {
         return Err(WcStatus::LocLenErr);
     }
     let sges = (0..num).map(|i| wqe.sge(i));
-    sge::gather(&qp.device().data().mrs, ud.pd, sges, out)
+    sge::gather(&qp.device().data().mrs, ud.shared.pd, sges, out)
 }
 
-fn transmit(qp: &Qp<Ferroce>, w: &UdWork, payload: &[u8], qp_qkey: u32, psn: &mut u32) -> Result {
+fn transmit(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    w: &UdWork,
+    payload: &[u8],
+    qp_qkey: u32,
+    psn: &mut u32,
+) -> Result {
     let opcode = if w.imm.is_some() {
         UD_SEND_ONLY_WITH_IMM
     } else {
@@ -214,5 +231,5 @@ fn transmit(qp: &Qp<Ferroce>, w: &UdWork, payload: &[u8], qp_qkey: u32, psn: &mu
         imm: w.imm,
         ..ExtHeaders::default()
     };
-    Xmit::new(qp.device(), w.path)?.send(&bth, &ext, payload)
+    shared.with_path(qp, w.path, |x| x.send(&bth, &ext, payload))?
 }

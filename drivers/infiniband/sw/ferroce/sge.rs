@@ -6,6 +6,7 @@
 use crate::{
     mr::{MrRef, MrTable},
     proto::wqe::{Sge, WcStatus},
+    recv::Payload,
 };
 
 /// `IB_ACCESS_LOCAL_WRITE`.
@@ -126,9 +127,9 @@ pub(crate) fn gather_at(
     })
 }
 
-/// Writes `data` into the SGEs, starting `offset` bytes into them (a message arrives packet by
-/// packet). `LocLenErr` if the SGEs end first.
-pub(crate) fn scatter(
+/// Writes `data` into the SGEs, starting `offset` bytes into them. `LocLenErr` if the SGEs
+/// end first.
+pub(crate) fn scatter_bytes(
     mrs: &MrTable,
     pd: usize,
     sges: impl Iterator<Item = Option<Sge>>,
@@ -140,6 +141,22 @@ pub(crate) fn scatter(
             .write(at, &data[range])
             .map_err(|_| WcStatus::LocProtErr)
     })
+}
+
+/// Writes a packet's payload into the SGEs, starting `offset` bytes into them (a message
+/// arrives packet by packet), straight from the skb's pieces. `LocLenErr` if the SGEs end
+/// first.
+pub(crate) fn scatter(
+    mrs: &MrTable,
+    pd: usize,
+    sges: impl Iterator<Item = Option<Sge>> + Clone,
+    offset: usize,
+    data: &Payload<'_>,
+) -> Result<(), WcStatus> {
+    data.for_each(
+        |at, piece| scatter_bytes(mrs, pd, sges.clone(), offset + at, piece),
+        WcStatus::LocLenErr,
+    )
 }
 
 /// `IB_ACCESS_REMOTE_WRITE`.

@@ -9,13 +9,12 @@ use crate::{
     device::Ferroce,
     proto::{
         opcode::Transport,
-        packet::Packet,
         wqe::{
             Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
         },
     },
     qp::{QpInner, QpShared},
-    recv::QpDrop,
+    recv::{Packet, QpDrop},
     sge,
 };
 use kernel::{
@@ -35,9 +34,9 @@ pub(crate) fn receive(
     shared: &QpShared,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-    ip: &[u8],
     counters: &Counters,
 ) -> Result<(), QpDrop> {
+    let ip = pkt.hdr.ip();
     if pkt.info.transport != Transport::Ud
         || !matches!(inner.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
     {
@@ -50,14 +49,19 @@ pub(crate) fn receive(
     let (wr_id, status) = if shared.kernel {
         let buf = shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
         let landed = grh(ip).and_then(|grh| {
-            buf.write(0, &grh)
-                .and_then(|()| buf.write(GRH_LEN, pkt.payload))
-                .map_err(|_| WcStatus::LocLenErr)
+            buf.write(0, &grh).map_err(|_| WcStatus::LocLenErr)?;
+            pkt.payload.for_each(
+                |at, piece| {
+                    buf.write(GRH_LEN + at, piece)
+                        .map_err(|_| WcStatus::LocLenErr)
+                },
+                WcStatus::LocLenErr,
+            )
         });
         (buf.wr_id, landed.err().unwrap_or(WcStatus::Success))
     } else {
         let mut slot = KVec::new();
-        slot.resize(shared.rq.slot_len(), 0u8, GFP_KERNEL)
+        slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
             .map_err(|_| QpDrop::NoRecvWqe)?;
         if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
             return Err(QpDrop::NoRecvWqe);
@@ -92,6 +96,9 @@ pub(crate) fn receive(
     };
     counters.inc(Counter::RcvdPkts);
     counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+    if status == WcStatus::Success {
+        counters.inc(Counter::RdmaRecvs);
+    }
     // A full CQ loses the completion: its consumer fell behind.
     let _ = FerroceCq::post(qp, qp.recv_cq(), &c, pkt.bth.solicited);
     Ok(())
@@ -112,8 +119,8 @@ fn land(
     let grh = grh(ip)?;
     let mrs = &qp.device().data().mrs;
     let sges = || (0..num).map(|i| wqe.sge(i));
-    sge::scatter(mrs, shared.pd, sges(), 0, &grh)?;
-    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, pkt.payload)
+    sge::scatter_bytes(mrs, shared.pd, sges(), 0, &grh)?;
+    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, &pkt.payload)
 }
 
 /// The 40 bytes in front of a UD receive. RoCE v2 over IPv4 puts the IPv4 header in their last

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Sending a QP's packets to one peer: the netdev, namespace and route are looked up once per
-//! batch, then each packet is built in place in its skb. A packet for the device's own address
-//! (both QPs on one device) goes straight to its receive queue, as the stack would not bring it
-//! back: it would arrive on the loopback device, which no ferroce device is on.
+//! Sending a QP's packets to one peer. The route is looked up once and kept (RC and UC QPs
+//! keep theirs for as long as it holds); each packet is built in place in its skb, routed, and
+//! queued on its QP's outbox, which is sent once the QP's lock is dropped (the stack may not be
+//! entered with interrupts off, and batches leave together, in order).
+//!
+//! A packet for the device's own address (both QPs on one device) goes to the receiving QP's
+//! backlog instead: the stack would not bring it back (it would arrive on the loopback device,
+//! which no ferroce device is on), and taking it at once could recurse without end.
 
 use crate::{
     counters::Counter,
@@ -13,10 +17,14 @@ use crate::{
         build::Path,
         packet::{BuildError, ExtHeaders},
     },
-    recv::RxQueue,
+    recv,
 };
 use kernel::{
-    net::{ipv4, ipv6, namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff},
+    net::{
+        ipv4, ipv6,
+        netdevice::NetDevice,
+        skbuff::{SkBuff, SkbQueue},
+    },
     prelude::*,
     rdma::device::Device,
     sync::aref::ARef,
@@ -29,41 +37,72 @@ enum Route {
     Loopback,
 }
 
-/// Packets to one peer along one route.
-pub(crate) struct Xmit<'a> {
-    dev: &'a Device<Ferroce>,
+/// The way to one peer: the path (addresses, ports, traffic class) and its route. A QP keeps
+/// its own while [`TxPath::is_current`].
+pub(crate) struct TxPath {
     netdev: ARef<NetDevice>,
-    net: ARef<Namespace>,
     route: Route,
     path: Path,
 }
 
-impl<'a> Xmit<'a> {
-    /// Resolves the route of `path` out of the device's netdev.
-    pub(crate) fn new(dev: &'a Device<Ferroce>, path: Path) -> Result<Self> {
-        let nd = dev.netdev(1).ok_or(ENODEV)?;
+impl TxPath {
+    /// Resolves the route of `path` out of the device's netdev. Does not sleep.
+    pub(crate) fn new(dev: &Device<Ferroce>, path: Path) -> Result<Self> {
+        let nd = dev.data().netdev.clone();
         let net = nd.net().ok_or(ENODEV)?;
+        // The lookup also proves the source address is one of the namespace's own, even for a
+        // packet that never leaves (a user's address vector names both ends).
         let route = match &path {
-            _ if path.is_loopback() => Route::Loopback,
-            Path::V4(p) => Route::V4(ipv4::Route::output(&net, p.saddr, p.daddr, nd.ifindex())?),
-            Path::V6(p) => Route::V6(ipv6::Route::output(
-                &net,
-                p.saddr,
-                p.daddr,
-                p.flow_label,
-                nd.ifindex(),
-            )?),
+            Path::V4(p) => {
+                let oif = if path.is_loopback() { 0 } else { nd.ifindex() };
+                let r = ipv4::Route::output(&net, p.saddr, p.daddr, oif)?;
+                if path.is_loopback() {
+                    Route::Loopback
+                } else {
+                    Route::V4(r)
+                }
+            }
+            Path::V6(p) => {
+                let oif = if path.is_loopback() { 0 } else { nd.ifindex() };
+                let r = ipv6::Route::output(&net, p.saddr, p.daddr, p.flow_label, oif)?;
+                if path.is_loopback() {
+                    Route::Loopback
+                } else {
+                    Route::V6(r)
+                }
+            }
         };
         Ok(Self {
-            dev,
             netdev: nd,
-            net,
             route,
             path,
         })
     }
 
-    /// Sends one packet.
+    /// Whether this is still the way to `path`: same path, and a route that still holds.
+    pub(crate) fn is_current(&self, path: &Path) -> bool {
+        self.path == *path
+            && match &self.route {
+                Route::V4(r) => r.is_current(),
+                Route::V6(r) => r.is_current(),
+                Route::Loopback => true,
+            }
+    }
+}
+
+/// Packets to one peer, queued on one QP's outbox.
+pub(crate) struct Xmit<'a> {
+    dev: &'a Device<Ferroce>,
+    to: &'a TxPath,
+    out: &'a SkbQueue,
+}
+
+impl<'a> Xmit<'a> {
+    pub(crate) fn new(dev: &'a Device<Ferroce>, to: &'a TxPath, out: &'a SkbQueue) -> Self {
+        Self { dev, to, out }
+    }
+
+    /// Queues one packet.
     pub(crate) fn send(&self, bth: &Bth, ext: &ExtHeaders, payload: &[u8]) -> Result {
         self.send_with(bth, ext, payload.len(), |dst| {
             dst.copy_from_slice(payload);
@@ -71,8 +110,8 @@ impl<'a> Xmit<'a> {
         })
     }
 
-    /// Sends one packet whose `payload_len` bytes `fill` writes straight into the skb;
-    /// `EFAULT` if it cannot.
+    /// Queues one packet whose `payload_len` bytes `fill` writes straight into the skb;
+    /// `EFAULT` if it cannot. Does not sleep.
     pub(crate) fn send_with(
         &self,
         bth: &Bth,
@@ -80,29 +119,32 @@ impl<'a> Xmit<'a> {
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
     ) -> Result {
-        let len = self
-            .path
-            .packet_len(bth.opcode, payload_len)
-            .ok_or(EINVAL)?;
-        let mut skb = SkBuff::new_packet(&self.netdev, len, |out| {
-            self.path
-                .build_with(bth, ext, payload_len, out, fill)
+        let path = &self.to.path;
+        let len = path.packet_len(bth.opcode, payload_len).ok_or(EINVAL)?;
+        let mut skb = SkBuff::new_packet(&self.to.netdev, len, GFP_ATOMIC, |out| {
+            path.build_with(bth, ext, payload_len, out, fill)
                 .map_err(|e| match e {
                     BuildError::Payload => EFAULT,
                     _ => EINVAL,
                 })
         })?;
-        match &self.route {
-            Route::V4(r) => r.clone().send(&self.net, skb)?,
-            Route::V6(r) => r.clone().send(&self.net, skb)?,
+        let data = self.dev.data();
+        match &self.to.route {
+            Route::V4(r) => {
+                r.attach(&mut skb);
+                self.out.push_routed(skb);
+            }
+            Route::V6(r) => {
+                r.attach(&mut skb);
+                self.out.push_routed(skb);
+            }
             Route::Loopback => {
-                skb.pull(self.path.ip_header_len())?;
-                RxQueue::take(self.dev.data(), skb);
+                skb.pull(path.ip_header_len())?;
+                recv::deliver(&data.counters, &data.qps, skb, true);
             }
         }
-        let counters = &self.dev.data().counters;
-        counters.inc(Counter::SentPkts);
-        counters.add(Counter::SentBytes, payload_len as u64);
+        data.counters.inc(Counter::SentPkts);
+        data.counters.add(Counter::SentBytes, payload_len as u64);
         Ok(())
     }
 }
