@@ -1,76 +1,83 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Every test: host cargo tests, the kernel build, then in one guest boot our KUnit suites, our
-# kselftests, the kernel's rxe selftests against the C rxe, and a clean kernel log; then two
-# guests on one wire, one with the C rxe and one with ferroce.
-# Ends with "N passed, N failed, N skipped"; exits non-zero on any failure or if nothing ran.
+# kselftests, the kernel's rxe selftests against ferroce and the C rxe, and a clean kernel log;
+# then two guests on one wire, one with the C rxe and one with ferroce. Every subtest is one
+# result line; scripts/check_summary.py judges them against scripts/expected-results (every
+# suite must have run whole, no failure, no skip that is not allowed) and prints
+# "N passed, N failed, N skipped". Exits non-zero on any failure or if nothing ran.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-passed=0 failed=0 skipped=0
 start=$SECONDS
 run_dir="$FERROCE_CACHE/runs/check-$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$run_dir"
+results="$run_dir/results"
+: >"$results"
+times=()
+step_start=$SECONDS
+# timed NAME: closes the previous step's timer and starts NAME's.
+timed() {
+	[ -z "${FERROCE_STEP:-}" ] || times+=("$(printf '%6d s  %s' $((SECONDS - step_start)) "$FERROCE_STEP")")
+	step_start=$SECONDS
+	step "$1"
+}
 
-step "host tests (cargo test)"
+timed "host tests (cargo test)"
 need cargo
 log="$run_dir/cargo-test.log"
 rc=0
 (cd "$FERROCE_ROOT/tools/ferroce-proto" && cargo test --locked 2>&1) | tee "$log" || rc=$?
-while read -r p f ig; do
-	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ig))
-done < <(sed -nE 's/^test result: [a-zA-Z]+\. ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored.*/\1 \2 \3/p' "$log")
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	echo "ferroce: cargo test failed without a test result (build error?)" >&2
-	failed=$((failed + 1))
+sed -nE 's/^test (.+) \.\.\. (ok|FAILED|ignored)$/\2 \1/p' "$log" | while read -r st name; do
+	case $st in ok) s=pass ;; ignored) s=skip ;; *) s=fail ;; esac
+	echo "$s host cargo/$name"
+done >>"$results"
+if [ "$rc" -ne 0 ] && ! grep -q '^fail host cargo/' "$results"; then
+	echo "fail host cargo/build (cargo test failed without a failing test: build error?)" >>"$results"
 fi
 
-step "host tests (roce_inject.py)"
+timed "host tests (roce_inject_test.py)"
 log="$run_dir/roce-inject-test.log"
 rc=0
 python3 "$FERROCE_ROOT/tools/testing/selftests/ferroce/roce_inject_test.py" -v >"$log" 2>&1 || rc=$?
 cat "$log"
-n=$(sed -nE 's/^Ran ([0-9]+) tests? .*/\1/p' "$log")
-if [ "$rc" -eq 0 ] && [ -n "$n" ] && [ "$n" -gt 0 ]; then
-	passed=$((passed + n))
+python3 "$FERROCE_ROOT/scripts/ktap_results.py" host roce_inject_test.py "$rc" \
+	< <(echo "1..1"; cat "$log"; [ "$rc" -eq 0 ] && echo "ok 1 roce_inject_test" || echo "not ok 1 roce_inject_test") \
+	>>"$results"
+
+timed "host tests (the driver has no unsafe)"
+# Every unsafe block and every use of the C bindings lives in the abstractions.
+if grep -rnE '\bunsafe\b|bindings::' "$FERROCE_ROOT/drivers/infiniband/sw/ferroce" \
+	--include='*.rs' | grep -vE '^[^:]+:[0-9]+:\s*//'; then
+	echo "fail host driver-has-no-unsafe (unsafe or bindings:: under drivers/infiniband/sw/ferroce)" >>"$results"
 else
-	f=$(grep -cE '\.\.\. (FAIL|ERROR)$' "$log" || true)
-	failed=$((failed + (f > 0 ? f : 1)))
+	echo "pass host driver-has-no-unsafe" >>"$results"
 fi
 
-step "build the kernel"
+timed "build the kernel"
 build=$("$FERROCE_ROOT/scripts/build-kernel.sh")
 tree=$(cat "$FERROCE_CACHE/current-tree")
 
-step "guest tests"
-results="$run_dir/guest-results"
-: >"$results"
-rc=0
-GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-1800} "$FERROCE_ROOT/scripts/guest.sh" \
-	"$FERROCE_ROOT/scripts/guest-check.sh $results $tree $build" || rc=$?
-if [ "$rc" -ne 0 ]; then
-	echo "ferroce: the guest run failed (exit $rc)" >&2
-	failed=$((failed + 1))
-fi
-[ -s "$results" ] || { echo "ferroce: the guest reported no results" >&2; failed=$((failed + 1)); }
+timed "build the test programs"
+make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest programs did not build"
 
-step "interop guests (C rxe and ferroce on one wire)"
+timed "guest tests"
+rc=0
+GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400} "$FERROCE_ROOT/scripts/guest.sh" \
+	"$FERROCE_ROOT/scripts/guest-check.sh $results $tree $build" 2>&1 | tee "$run_dir/guest.log" || rc=$?
+if [ "$rc" -ne 0 ]; then
+	echo "fail guest guest/run (the guest run failed: exit $rc)" >>"$results"
+fi
+
+timed "interop guests (C rxe and ferroce on one wire)"
 rc=0
 "$FERROCE_ROOT/scripts/interop.sh" "$results" 2>&1 | tee "$run_dir/interop.log" || rc=$?
-if [ "$rc" -ne 0 ] && ! grep -q '^fail interop' "$results"; then
-	echo "ferroce: the interop run failed (exit $rc)" >&2
-	failed=$((failed + 1))
-fi
-passed=$((passed + $(grep -c '^pass ' "$results" || true)))
-failed=$((failed + $(grep -c '^fail ' "$results" || true)))
-skipped=$((skipped + $(grep -c '^skip ' "$results" || true)))
-if grep -q '^fail ' "$results"; then
-	echo "failed tests:"; sed -n 's/^fail /  /p' "$results"
-fi
-if grep -q '^skip ' "$results"; then
-	echo "skipped tests:"; sed -n 's/^skip /  /p' "$results"
+if [ "$rc" -ne 0 ] && ! grep -qE '^fail (interop|kernel-log) ' "$results"; then
+	echo "fail interop interop/run (the interop run failed: exit $rc)" >>"$results"
 fi
 
+timed "summary"
+echo "step times:"
+printf '  %s\n' "${times[@]}"
 echo "check took $((SECONDS - start)) s; logs in $run_dir"
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+python3 "$FERROCE_ROOT/scripts/check_summary.py" "$results" "$FERROCE_ROOT/scripts/expected-results"

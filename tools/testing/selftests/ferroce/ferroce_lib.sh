@@ -3,13 +3,23 @@
 # Helpers the ferroce kselftests share, after ktap_helpers.sh; they set A and B, the names of
 # their two namespaces.
 
-# require CMD...: skips the whole test unless it runs as root and every CMD is there.
+# require CMD...: skips the whole test unless it runs as root and every CMD is there. Under
+# FERROCE_STRICT (make check, whose harness installs every tool) a missing tool is a failure.
 require() {
 	local c
-	[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+	[ "$EUID" -eq 0 ] || missing "must run as root"
 	for c in "$@"; do
-		command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
+		command -v "$c" >/dev/null || missing "missing $c"
 	done
+}
+
+# missing WHY: the test cannot run here; a skip, or under FERROCE_STRICT a failure.
+missing() {
+	if [ -n "${FERROCE_STRICT:-}" ]; then
+		ktap_exit_fail_msg "$1 (FERROCE_STRICT: make check installs every tool)"
+	fi
+	ktap_skip_all "$1"
+	exit "$KSFT_SKIP"
 }
 
 # ns_cleanup: kills what runs in A and B, removes the devices, the namespaces and the module.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Inside a guest, after its tests: kmemleak finds nothing, and the kernel log from boot on has no
+# warning, bug, lockdep report or sanitizer report. Prints two result lines for check_summary.py:
+# "pass|fail kernel-log NAME/kmemleak" and "... NAME/log".
+#   usage: kernel-log-check.sh NAME
+set -uo pipefail
+name=$1
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+
+# kmemleak only reports what a scan found; a scan that cannot run (kmemleak disabled itself,
+# say, after an internal error) must not read as "no leaks".
+if [ ! -w /sys/kernel/debug/kmemleak ]; then
+	echo "# kmemleak: not available" >&2
+	echo "fail kernel-log $name/kmemleak (not available)"
+elif dmesg | grep -q 'kmemleak: .*disabled'; then
+	dmesg | grep 'kmemleak' | tail -n 3 | sed 's/^/# /' >&2
+	echo "fail kernel-log $name/kmemleak (kmemleak disabled itself)"
+elif ! echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
+	echo "fail kernel-log $name/kmemleak (scan failed)"
+else
+	# A second scan: objects freed late (RCU, workqueues) are not reported as leaks.
+	sleep 2
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(cat /sys/kernel/debug/kmemleak)
+	if [ -z "$leaks" ]; then
+		echo "pass kernel-log $name/kmemleak"
+	else
+		echo "$leaks" | head -n 40 | sed 's/^/# /' >&2
+		echo "fail kernel-log $name/kmemleak ($(echo "$leaks" | grep -c '^unreferenced object') objects)"
+	fi
+fi
+
+bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|UBSAN|KASAN|soft lockup|hung task|RCU stall|rcu_sched self-detected' || true)
+if [ -z "$bad" ]; then
+	echo "pass kernel-log $name/log"
+else
+	echo "$bad" | head -n 40 | sed 's/^/# /' >&2
+	echo "fail kernel-log $name/log (WARN/BUG/lockdep in the kernel log, from boot on)"
+fi
