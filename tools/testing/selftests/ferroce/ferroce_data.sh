@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # ferroce moving data between two namespaces over veth with unmodified rdma-core tools, at MTU
-# 1500 and 9000 over IPv4, at MTU 1500 over IPv6, and between two QPs of one device (loopback):
-# each tool checks what it receives, and the counters must show the traffic.
+# 1500 and 9000 over IPv4, at MTU 1500 over IPv6, and between two QPs of one device (loopback),
+# and with a lossy, reordering link; the counters must show the traffic. Payloads are checked
+# byte for byte by ferroce_xfer (SEND, WRITE, READ on RC, UC and UD); rdma-core's own "-c"
+# looks at one byte per page, so its pingpongs only prove delivery (and fail here if they print
+# their mismatch message).
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -13,12 +16,14 @@ B=ferroce_data_b
 trap ns_cleanup EXIT
 
 ktap_print_header
+XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
 require rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
-	ib_send_lat timeout
+	ib_send_lat timeout tshark tcpdump "$XFER"
 MTUS="1500 9000"
-RC_SIZES="1 4096 65536 1048576"
+RC_SIZES="1 65536"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
-ktap_set_plan $((2 * (2 + 4 + 5 + 2) + 5 + 2 + 4))
+# Per MTU: UD and RC pingpong, rping, perftest, UC, and six byte-exact transfers.
+ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 7 + 3 + 1 + 8 + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -56,6 +61,11 @@ pair() {
 		>/tmp/ferroce_data_cli.log 2>&1
 	cli=$?
 	wait "$srv" || rc=$?
+	# rdma-core's pingpongs print this on a mismatch, and exit 0 all the same.
+	if grep -q "invalid data" /tmp/ferroce_data_srv.log /tmp/ferroce_data_cli.log; then
+		grep -h "invalid data" /tmp/ferroce_data_srv.log /tmp/ferroce_data_cli.log | head -3 | sed 's/^/# /'
+		return 1
+	fi
 	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ]; then
 		echo "# $tool $*: client $cli, server $rc"
 		sed 's/^/# srv: /' /tmp/ferroce_data_srv.log | tail -5
@@ -122,22 +132,53 @@ perf() {
 	GIDOPT=-x pair "$1" -s "$size" -n 200 -F
 }
 
-# uc_writes: ib_write_bw over UC completes and fer0 took its WRITEs (UC may drop some when the
-# receiver falls behind: nothing slows the sender down).
+# uc_writes: ib_write_bw over UC completes, and every WRITE it sent reached fer0 whole: the
+# link loses nothing, so neither may the receiver.
 uc_writes() {
 	local before after
 	before=$(counter fer0 rx_write_requests)
 	GIDOPT=-x pair ib_write_bw -c UC -s 65536 -n 200 -F || return 1
 	after=$(counter fer0 rx_write_requests)
 	echo "# fer0 rx_write_requests +$((after - before)) of 200"
-	[ "$((after - before))" -gt 0 ]
+	[ "$((after - before))" -eq 200 ]
+}
+
+# xfer ARGS...: ferroce_xfer's server in A on fer0, its client in B on fer1 (or CLI_NS/CLI_DEV):
+# messages of several sizes, every byte checked; the checking side's summary is shown.
+xfer() {
+	local srv cli rc=0 cns=${CLI_NS:-$B} cdev=${CLI_DEV:-fer1}
+	ip netns exec "$A" timeout 300 "$XFER" -d fer0 -g "$GA" "$@" >/tmp/ferroce_xfer_srv.log 2>&1 &
+	srv=$!
+	ip netns exec "$cns" timeout 300 "$XFER" -d "$cdev" -g "$GB" "$@" "${XFER_ADDR:-10.71.0.1}" \
+		>/tmp/ferroce_xfer_cli.log 2>&1
+	cli=$?
+	wait "$srv" || rc=$?
+	grep -h "byte-exact" /tmp/ferroce_xfer_srv.log /tmp/ferroce_xfer_cli.log | sed 's/^/# /'
+	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ]; then
+		echo "# ferroce_xfer $*: client $cli, server $rc"
+		tail -4 /tmp/ferroce_xfer_srv.log | sed 's/^/# srv: /'
+		tail -4 /tmp/ferroce_xfer_cli.log | sed 's/^/# cli: /'
+		return 1
+	fi
+}
+
+# xfer_all MTU: SEND, WRITE and READ on RC, SEND and WRITE on UC, SEND on UD, each with
+# messages from 1 byte to 1 MiB (UD: up to the MTU), every byte checked.
+xfer_all() {
+	local m=$1 sizes=1,1000,4096,4097,65536,262144,1048577
+	ktap_test_result "RC SEND, byte-exact, MTU $2" xfer -t rc -o send -m "$m" -s $sizes -n 28 -w 7
+	ktap_test_result "RC WRITE, byte-exact, MTU $2" xfer -t rc -o write -m "$m" -s $sizes -n 28 -w 7
+	ktap_test_result "RC READ, byte-exact, MTU $2" xfer -t rc -o read -m "$m" -s $sizes -n 28 -w 7
+	ktap_test_result "UC SEND, byte-exact, MTU $2" xfer -t uc -o send -m "$m" -s 1,4097,65536 -n 30 -w 6
+	ktap_test_result "UC WRITE, byte-exact, MTU $2" xfer -t uc -o write -m "$m" -s 1,4097,65536 -n 30 -w 6
+	ktap_test_result "UD SEND, byte-exact, MTU $2" xfer -t ud -o send -m "$m" -s "1,700,$m" -n 60 -w 12
 }
 
 for mtu in $MTUS; do
 	set_mtu "$mtu"
 	ib_mtu=$([ "$mtu" -ge 4200 ] && echo 4096 || echo 1024)
 	ktap_test_result "ibv_ud_pingpong at MTU $mtu (500 iterations, checked)" ud_pingpong "$mtu"
-	ktap_test_result "rping -C 1000 -v -V at MTU $mtu" rping_pair 1000
+	ktap_test_result "rping -C 500 -v -V at MTU $mtu" rping_pair 500
 	for size in $RC_SIZES; do
 		ktap_test_result "ibv_rc_pingpong at MTU $mtu, $size bytes (checked)" \
 			pair ibv_rc_pingpong -m "$ib_mtu" -s "$size" -n "$(iters "$size")" -r 16 -c
@@ -147,12 +188,18 @@ for mtu in $MTUS; do
 	done
 	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (checked)" \
 		pair ibv_uc_pingpong -m "$ib_mtu" -s 65536 -n 50 -r 16 -c
-	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, writes arrived" uc_writes
+	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, every write arrived" uc_writes
+	xfer_all "$ib_mtu" "$mtu"
 done
 
-# ip6_received: IPv6 packets B's stack has taken in.
+# ip6_received: IPv6 packets A's and B's stacks have taken in.
 ip6_received() {
-	ip netns exec "$B" awk '$1 == "Ip6InReceives" {print $2}' /proc/net/snmp6
+	local ns n sum=0
+	for ns in "$A" "$B"; do
+		n=$(ip netns exec "$ns" awk '$1 == "Ip6InReceives" {print $2}' /proc/net/snmp6)
+		sum=$((sum + n))
+	done
+	echo "$sum"
 }
 
 # ipv6 TOOL ARGS...: TOOL over the fd71:: GIDs, and the packets went out as IPv6.
@@ -161,7 +208,7 @@ ipv6() {
 	before=$(ip6_received)
 	GA=$GA6 GB=$GB6 "$@" || return 1
 	after=$(ip6_received)
-	echo "# Ip6InReceives in B: $before -> $after"
+	echo "# Ip6InReceives in A and B: $before -> $after"
 	[ "$((after - before))" -ge 10 ]
 }
 
@@ -174,6 +221,9 @@ GIDOPT=-x ktap_test_result "IPv6: ib_write_bw 64 KiB x 100" ipv6 pair ib_write_b
 GIDOPT=-x ktap_test_result "IPv6: ib_read_bw 64 KiB x 100" ipv6 pair ib_read_bw -s 65536 -n 100 -F
 RPING_ADDR=fd71::1 ktap_test_result "IPv6: rping -C 100 -v -V (rdma_cm over IPv6)" \
 	ipv6 rping_pair 100
+ktap_test_result "IPv6: RC WRITE, byte-exact" \
+	ipv6 xfer -t rc -o write -m 1024 -s 1,4097,65536,1048576 -n 12 -w 4
+ktap_test_result "IPv6: UD SEND, byte-exact" ipv6 xfer -t ud -o send -m 1024 -s 1,1024 -n 40 -w 8
 
 # loopback TOOL ARGS...: both ends on fer0, in A. Nothing crosses the wire (fer1 receives
 # nothing), and fer0 received every byte it sent.
@@ -189,6 +239,19 @@ loopback() {
 ktap_test_result "loopback (one device): ibv_rc_pingpong 64 KiB x 20 (checked)" \
 	loopback pair ibv_rc_pingpong -m 1024 -s 65536 -n 20 -r 16 -c
 ktap_test_result "loopback (one device): rping -C 100 -v -V" loopback rping_pair 100
+ktap_test_result "loopback (one device): RC SEND, byte-exact" \
+	loopback xfer -t rc -o send -m 1024 -s 1,4097,65536 -n 30 -w 6
+
+# The check can fail: one byte of one message spoilt at its source, and the checking side
+# (exit 1, "data mismatch") must say so.
+catches_corruption() {
+	if xfer -t rc -o send -m 1024 -s 4096 -n 8 -w 4 --corrupt 5; then
+		echo "# a corrupted message went unnoticed"
+		return 1
+	fi
+	grep -q "data mismatch in message 5" /tmp/ferroce_xfer_srv.log
+}
+ktap_test_result "ferroce_xfer fails on a corrupted payload" catches_corruption
 
 # dissected: tshark's InfiniBand dissector decodes a capture of SEND, WRITE and READ traffic (every
 # packet, each RC opcode the tools use) with no malformed packet or warning.
@@ -258,5 +321,14 @@ ktap_test_result "1% loss + reordering: ibv_rc_pingpong 64 KiB x 50 (checked) an
 ktap_test_result "1% loss + reordering: rping -C 200 -V and resends" lossy_rping 200
 GIDOPT=-x ktap_test_result "1% loss + reordering: ib_write_bw 64 KiB x 200 and resends" \
 	lossy ib_write_bw -s 65536 -n 200 -F
+for op in send write read; do
+	ktap_test_result "1% loss + reordering: RC ${op^^}, byte-exact" \
+		xfer -t rc -o "$op" -m 1024 -s 1,4097,65536,262144 -n 24 -w 8
+done
+# UC and UD lose what the link loses; what arrives must still be exact.
+ktap_test_result "1% loss + reordering: UC WRITE, what arrives is byte-exact" \
+	xfer -t uc -o write -m 1024 -s 1,4097,16384 -n 60 -w 12 --allow-loss
+ktap_test_result "1% loss + reordering: UD SEND, what arrives is byte-exact" \
+	xfer -t ud -o send -m 1024 -s 1,1024 -n 100 -w 20 --allow-loss
 
 ktap_finished

@@ -6,6 +6,7 @@
 # move/delete and rmmod, refusals, and 100 create/delete cycles.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 
 NS=ferroce_link_ns
 cleanup() {
@@ -19,10 +20,7 @@ cleanup() {
 trap cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-for c in rdma ibv_devinfo ibv_devices ip; do
-	command -v "$c" >/dev/null || { ktap_skip_all "missing $c"; exit "$KSFT_SKIP"; }
-done
+require rdma ibv_devinfo ibv_devices ip
 ktap_set_plan 15
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"

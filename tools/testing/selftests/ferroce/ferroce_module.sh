@@ -5,6 +5,7 @@
 # load the C rxe beside it (one module name). FERROCE_C_RXE names the C rxe's rdma_rxe.ko.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 
 cleanup() {
 	modprobe -r rdma_rxe 2>/dev/null
@@ -12,7 +13,7 @@ cleanup() {
 trap cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+require modprobe modinfo insmod
 ktap_set_plan 5
 
 log_since() { dmesg | tail -n +"$(($1 + 1))"; }

@@ -14,7 +14,7 @@ B=ferroce_down_b
 trap ns_cleanup EXIT
 
 ktap_print_header
-require rdma ip ss rping ib_write_bw timeout
+require rdma ip ss rping ib_write_bw timeout stdbuf
 ktap_set_plan 7
 
 # setup: namespaces A and B over veth, fer0 on A's end and fer1 on B's, both with a RoCE GID;
@@ -39,10 +39,10 @@ setup() {
 	return 1
 }
 
-# start_traffic: ib_write_bw for a minute and an endless rping, from B to A; true once fer1
-# is seen sending.
+# start_traffic: ib_write_bw for a minute and an endless rping, from B to A; true once fer1 is
+# seen sending and rping is seen completing round trips.
 start_traffic() {
-	local s0 s1
+	local s0 s1 p0 p1
 	ip netns exec "$A" timeout -k 5 120 ib_write_bw -d fer0 -x "$GA" -s 65536 -D 60 -F \
 		>/tmp/ferroce_down_srv.log 2>&1 &
 	wait_port "$A" 18515 || return 1
@@ -50,15 +50,16 @@ start_traffic() {
 		>/tmp/ferroce_down_cli.log 2>&1 &
 	ip netns exec "$A" timeout -k 5 120 rping -s -a 10.72.0.1 -C 1000000 >/dev/null 2>&1 &
 	sleep 2
-	ip netns exec "$B" timeout -k 5 120 rping -c -a 10.72.0.1 -C 1000000 >/dev/null 2>&1 &
+	ip netns exec "$B" timeout -k 5 120 stdbuf -oL rping -c -a 10.72.0.1 -C 1000000 -v \
+		>/tmp/ferroce_down_rping.log 2>&1 &
 	# stop_traffic finds them by namespace; the shell need not report their deaths.
 	disown -a
 	sleep 3
-	s0=$(counter fer1 sent_pkts)
+	s0=$(counter fer1 sent_pkts) p0=$(grep -c "ping data" /tmp/ferroce_down_rping.log)
 	sleep 1
-	s1=$(counter fer1 sent_pkts)
-	echo "# fer1 sent_pkts $s0 -> $s1 in 1 s"
-	[ -n "$s0" ] && [ -n "$s1" ] && [ "$s1" -gt "$((s0 + 100))" ]
+	s1=$(counter fer1 sent_pkts) p1=$(grep -c "ping data" /tmp/ferroce_down_rping.log)
+	echo "# fer1 sent_pkts $s0 -> $s1 in 1 s; rping round trips $p0 -> $p1"
+	[ -n "$s0" ] && [ -n "$s1" ] && [ "$s1" -gt "$((s0 + 100))" ] && [ "$p1" -gt "$p0" ]
 }
 
 # stop_traffic: kills what still runs in either namespace; true once every process has gone

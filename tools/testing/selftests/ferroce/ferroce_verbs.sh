@@ -5,6 +5,7 @@
 # provider): our CQ ring tests, and rdma-core's own pyverbs tests for what exists so far.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 DIR="$(cd "$(dirname "$0")" && pwd)"
 PY=/usr/bin/python3
 RDMA_CORE_TESTS=/usr/share/doc/rdma-core/tests
@@ -19,9 +20,9 @@ cleanup() {
 trap cleanup EXIT
 
 ktap_print_header
-[ "$EUID" -eq 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
-"$PY" -c 'import pyverbs' 2>/dev/null || { ktap_skip_all "pyverbs missing"; exit "$KSFT_SKIP"; }
-[ -d "$RDMA_CORE_TESTS" ] || { ktap_skip_all "rdma-core tests missing"; exit "$KSFT_SKIP"; }
+require rdma ip "$PY"
+"$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
+[ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
 ktap_set_plan 10
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"

@@ -5,7 +5,9 @@
 # network): this guest runs DRIVER (c-rxe or ferroce) on the NIC with MAC, the peer the other.
 # Each test has a server on one side and a client on the other; the sides take turns, so both
 # directions run. Tests marked "v6" use the IPv6 GIDs (fd72::<last IPv4 octet>; the tools'
-# out-of-band exchange stays on IPv4). Prints KTAP for this side; the host needs both sides.
+# out-of-band exchange stays on IPv4). "xfer" is ferroce_xfer, which checks every byte. Prints
+# KTAP for this side, then the kernel log check's result lines (FERROCE_LOG_CHECK names
+# scripts/kernel-log-check.sh); the host needs both sides.
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
@@ -32,7 +34,21 @@ TESTS=(
 	"v6 ib_write_bw -s 65536 -n 200 -F"
 	"v6 rping -C 100 -V"
 	"v6 rping -C 100 -V"
+	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t rc -o write -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t rc -o write -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t rc -o read -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t rc -o read -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
+	"xfer -t uc -o write -m 1024 -s 1,4097,65536 -n 18 -w 6"
+	"xfer -t uc -o write -m 1024 -s 1,4097,65536 -n 18 -w 6"
+	"xfer -t ud -o send -m 1024 -s 1,700,1024 -n 48 -w 12"
+	"xfer -t ud -o send -m 1024 -s 1,700,1024 -n 48 -w 12"
 )
+XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
+# INTEROP_REPEAT=N runs the whole list N times in a row (make soak); both sides must agree.
+ONCE=("${TESTS[@]}")
+for _ in $(seq 2 "${INTEROP_REPEAT:-1}"); do TESTS+=("${ONCE[@]}"); done
 ktap_set_plan "${#TESTS[@]}"
 
 case $driver in
@@ -74,6 +90,9 @@ run() {
 		shift
 	fi
 	[[ $tool == ibv_* ]] && gopt=-g
+	if [ "$tool" = xfer ]; then
+		tool=$XFER gopt=-g
+	fi
 	local mine=0 server
 	[ "$first" = "$driver" ] && mine=1
 	# Odd tests are served by FIRST_SERVER's side, even ones by the other.
@@ -98,8 +117,14 @@ run() {
 			sleep 1
 		done
 	fi
-	echo "# $([ "$server" = 1 ] && echo server || echo client): $tool $* -> $rc"
+	echo "# $([ "$server" = 1 ] && echo server || echo client): $(basename "$tool") $* -> $rc"
 	awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print "#   " $0}' /tmp/interop.log | tail -1
+	grep -E "byte-exact|data mismatch" /tmp/interop.log | sed 's/^/#   /'
+	# rdma-core's pingpongs print this on a mismatch, and exit 0 all the same.
+	if grep -q "invalid data" /tmp/interop.log; then
+		grep "invalid data" /tmp/interop.log | head -3 | sed 's/^/#   /'
+		rc=1
+	fi
 	if [ "$rc" -ne 0 ]; then
 		grep -vE '^ *(GID|local address|remote address|-+$)' /tmp/interop.log | tail -8 | sed 's/^/#   /'
 		rdma statistic show link r0/1 | tr ' ' '\n' | paste - - | grep -v '	0$' | tr '\n' ' ' |
@@ -118,8 +143,20 @@ for i in "${!TESTS[@]}"; do
 	fi
 	name=${TESTS[$i]%% -*}
 	[[ $name == "v6 "* ]] && name="${name#v6 }-ipv6"
+	[ "$name" = xfer ] && name=$(echo "${TESTS[$i]}" | awk '{print "xfer-" $3 "-" $5}')
 	ktap_test_result "$n: $name ($driver side)" run "$n" ${TESTS[$i]}
 done
 rdma link del r0
-dmesg | grep -E 'WARNING:|BUG:|rdma_rxe' | tail -n 5 | sed 's/^/# dmesg: /'
+# The host reads the "result:" lines: the module unloads, and this guest's kernel log and
+# kmemleak are clean, as in the main guest.
+if rmmod rdma_rxe; then
+	echo "result: pass kernel-log interop-$driver/unload"
+else
+	echo "result: fail kernel-log interop-$driver/unload (rdma_rxe stayed loaded)"
+fi
+if [ -x "${FERROCE_LOG_CHECK:-}" ]; then
+	"$FERROCE_LOG_CHECK" "interop-$driver" | sed 's/^/result: /'
+else
+	echo "result: fail kernel-log interop-$driver/log (no kernel-log-check.sh)"
+fi
 ktap_finished
