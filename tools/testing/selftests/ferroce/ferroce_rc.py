@@ -199,9 +199,11 @@ class Injecting:
         drop counter."""
         watched = ("out_of_seq_request", "duplicate_request", "rx_write_requests",
                    "rx_read_requests", "resp_remote_access_errors", "resp_invalid_request",
-                   "resp_local_length_error", "resp_cqe_error")
+                   "resp_local_length_error", "resp_cqe_error", "rcvd_seq_err",
+                   "rcvd_rnr_err", "req_remote_invalid_request", "req_remote_access_errors")
         before = counters(DEV)
-        argv = ["ip", "netns", "exec", PEER_NS, sys.executable, INJECT, "--src", PEER_ADDR,
+        src = kw.pop("src", PEER_ADDR)
+        argv = ["ip", "netns", "exec", PEER_NS, sys.executable, INJECT, "--src", src,
                 "--dst", ADDR, "--qpn", str(self.ep.qp.qp_num), "--psn", str(psn & 0xffffff)]
         for k, v in kw.items():
             argv += [f"--{k}", str(v)]
@@ -231,37 +233,59 @@ class InjectedRequests(Injecting, unittest.TestCase):
     def memory(self):
         return self.ep.mr.read(MR_LEN, 0)
 
+    def reset(self):
+        """A fresh endpoint in RTS toward the fake peer."""
+        self.ep.close()
+        self.setUp()
+
     def test_requests_that_may_not_land_change_nothing(self):
-        mr = self.ep.mr
-        good = dict(rkey=mr.rkey, va=mr.buf + 64, length=16)
-        denied = MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ)
-        self.assertNotIn(mr.rkey ^ 0x80, (mr.rkey, denied.rkey, self.ep.rbuf.rkey))
         wr, rd, acc = "rx_write_requests", "rx_read_requests", "resp_remote_access_errors"
-        cases = [
-            ("rc_write", (wr, acc), dict(good, rkey=mr.rkey ^ 0x80)),
-            ("rc_write", (wr, acc), dict(good, va=mr.buf + MR_LEN - 8)),
-            ("rc_write", (wr, acc), dict(good, va=mr.buf - 8)),
-            ("rc_write", (wr, acc), dict(good, rkey=denied.rkey, va=denied.buf)),
-            ("rc_write", (wr, "resp_invalid_request"), dict(good, payload=8)),
-            ("rc_read", (rd, acc), dict(good, rkey=mr.rkey ^ 0x80)),
-            ("rc_read", (rd, acc), dict(good, length=MR_LEN)),
-            ("rc_write", ("out_of_seq_request",), dict(good, psn=RQ_PSN + 0x400000)),
-            ("rc_write", ("duplicate_request",), dict(good, psn=RQ_PSN - 0x400000)),
-            ("bad_icrc", ("rcvd_drop_bad_icrc",), {}),
-            ("bad_pad", ("rcvd_drop_bad_length",), {}),
-            ("bad_length", ("rcvd_drop_bad_length",), {}),
-            ("unknown_opcode", ("rcvd_drop_unknown_opcode",), {}),
-        ]
-        for case, rises, kw in cases:
+        inv = "resp_invalid_request"
+
+        def cases(mr, denied):
+            good = dict(rkey=mr.rkey, va=mr.buf + 64, length=16)
+            # A class C error (IBA 9.9.3.1.2: invalid request, remote access) takes the QP to
+            # the error state after its NAK, so a peer cannot try rkeys at line rate; the
+            # others leave it as it was.
+            return [
+                ("rc_write", (wr, acc), dict(good, rkey=mr.rkey ^ 0x80), True),
+                ("rc_write", (wr, acc), dict(good, va=mr.buf + MR_LEN - 8), True),
+                ("rc_write", (wr, acc), dict(good, va=mr.buf - 8), True),
+                ("rc_write", (wr, acc), dict(good, rkey=denied.rkey, va=denied.buf), True),
+                ("rc_write", (wr, inv), dict(good, payload=8), True),
+                ("rc_read", (rd, acc), dict(good, rkey=mr.rkey ^ 0x80), True),
+                ("rc_read", (rd, acc), dict(good, length=MR_LEN), True),
+                ("rc_write", ("out_of_seq_request",), dict(good, psn=RQ_PSN + 0x400000), False),
+                ("rc_write", ("duplicate_request",), dict(good, psn=RQ_PSN - 0x400000), False),
+                ("bad_icrc", ("rcvd_drop_bad_icrc",), {}, False),
+                ("bad_pad", ("rcvd_drop_bad_length",), {}, False),
+                ("bad_length", ("rcvd_drop_bad_length",), {}, False),
+                ("unknown_opcode", ("rcvd_drop_unknown_opcode",), {}, False),
+                ("rc_write", ("rcvd_drop_bad_pkey",), dict(good, pkey=0x1234), False),
+                ("rc_write", ("rcvd_drop_bad_address",), dict(good, src="10.70.0.99"), False),
+            ]
+
+        for i in range(len(cases(self.ep.mr, self.ep.mr))):
+            mr = self.ep.mr
+            denied = MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ)
+            self.assertNotIn(mr.rkey ^ 0x80, (mr.rkey, denied.rkey, self.ep.rbuf.rkey))
+            case, rises, kw, fatal = cases(mr, denied)[i]
             with self.subTest(case=case, rises=rises, args=kw):
                 self.inject(case, rises, **kw)
-                self.assertEqual(self.memory(), bytes(MR_LEN))
-        # None of them moved the expected PSN or broke the QP: the good write lands.
+                self.assertEqual(self.ep.mr.read(MR_LEN, 0), bytes(MR_LEN))
+                attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+                want = e.IBV_QPS_ERR if fatal else e.IBV_QPS_RTS
+                self.assertEqual(attr.qp_state, want)
+            denied.close()
+            if fatal:
+                self.reset()
+        # Nothing else moved the expected PSN or broke the QP: the good write lands.
+        mr = self.ep.mr
+        good = dict(rkey=mr.rkey, va=mr.buf + 64, length=16)
         self.inject("rc_write", (wr,), **good)
         self.assertEqual(self.memory(), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
         self.inject("rc_read", (rd,), psn=RQ_PSN + 1, **good)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.5), [], "nothing completed")
-        denied.close()
 
     def test_acks_for_psns_never_sent_complete_nothing(self):
         # Long ACK timeout (69 s): the SEND waits for an ACK that the fake peer never sends.
@@ -323,6 +347,65 @@ class InjectedRequests(Injecting, unittest.TestCase):
         # The error completion took the QP to the error state.
         attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
         self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
+
+
+class ForgedResponses(Injecting, unittest.TestCase):
+    """ACKs and NAKs from PEER_NS, forged, at an RC QP with one SEND outstanding (PSN RQ_PSN),
+    which only the right ACK may complete: one for a PSN never sent, an old one, one from
+    another address or with another P_Key changes nothing."""
+
+    SYNDROMES = {"ACK": 0x1f, "RNR NAK": 0x20 | 14, "sequence NAK": 0x60,
+                 "invalid request NAK": 0x61, "remote access NAK": 0x62,
+                 "remote operational NAK": 0x63}
+
+    def setUp(self):
+        # A long ACK timeout (69 s): nothing is sent again during the test.
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, timeout=24)
+        mr = self.ep.mr
+        self.ep.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
+                                    sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+
+    def tearDown(self):
+        self.ep.close()
+
+    def completes_with_the_true_ack(self):
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.2), [], "a forged response completed it")
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
+        self.inject("rc_ack", (), psn=RQ_PSN)
+        wcs = poll(self.ep.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_SUCCESS)])
+
+    def test_every_response_beyond_what_was_sent_is_dropped(self):
+        for name, syn in self.SYNDROMES.items():
+            for psn in (RQ_PSN + 1, RQ_PSN + 0x1000, RQ_PSN + 0x7fffff):
+                with self.subTest(response=name, psn=psn):
+                    self.inject("rc_ack", ("rcvd_drop_bad_psn",), psn=psn, syndrome=syn)
+        self.completes_with_the_true_ack()
+
+    def test_old_responses_are_ignored(self):
+        # Before the oldest unanswered PSN: a late or duplicate answer, or a forged one; none
+        # stalls the QP (an old RNR NAK) or fails it (an old NAK).
+        for name, syn in self.SYNDROMES.items():
+            for psn in (RQ_PSN - 2, RQ_PSN - 0x1000, RQ_PSN - 0x800000):
+                with self.subTest(response=name, psn=psn):
+                    self.inject("rc_ack", (), psn=psn, syndrome=syn)
+        self.completes_with_the_true_ack()
+
+    def test_responses_from_elsewhere_are_dropped(self):
+        for name, syn in self.SYNDROMES.items():
+            with self.subTest(response=name):
+                self.inject("rc_ack", ("rcvd_drop_bad_address",), psn=RQ_PSN, syndrome=syn,
+                            src="10.70.0.99")
+                self.inject("rc_ack", ("rcvd_drop_bad_pkey",), psn=RQ_PSN, syndrome=syn,
+                            pkey=0x1234)
+        self.completes_with_the_true_ack()
+
+    def test_a_nak_fails_the_wqe_it_names(self):
+        self.inject("rc_ack", ("req_remote_access_errors",), psn=RQ_PSN, syndrome=0x62)
+        wcs = poll(self.ep.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_REM_ACCESS_ERR)])
 
 
 class ScribbledSendRing(unittest.TestCase):

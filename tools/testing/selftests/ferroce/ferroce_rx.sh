@@ -93,13 +93,18 @@ bad_lengths() {
 ktap_test_result "pad beyond the payload, or payload on a READ request, is a bad length" \
 	bad_lengths
 ipv6_received() {
-	local before after
-	before=$(fer0_counter rcvd_drop_bad_qpn)
+	local qpn0 qpn1 icrc0 icrc1
+	qpn0=$(fer0_counter rcvd_drop_bad_qpn) icrc0=$(fer0_counter rcvd_drop_bad_icrc)
 	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 good >/dev/null || return 1
 	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 bad_icrc >/dev/null || return 1
-	sleep 0.5
-	after=$(fer0_counter rcvd_drop_bad_qpn)
-	[ "$((after - before))" -eq 1 ]
+	for _ in $(seq 25); do
+		qpn1=$(fer0_counter rcvd_drop_bad_qpn) icrc1=$(fer0_counter rcvd_drop_bad_icrc)
+		[ "$((qpn1 - qpn0))" -ge 1 ] && [ "$((icrc1 - icrc0))" -ge 1 ] && break
+		sleep 0.2
+	done
+	echo "# IPv6: bad_qpn $qpn0 -> $qpn1 (good ICRC), bad_icrc $icrc0 -> $icrc1 (bad ICRC)"
+	# The good one passed the ICRC check (and found no QP); the bad one failed it.
+	[ "$((qpn1 - qpn0))" -eq 1 ] && [ "$((icrc1 - icrc0))" -eq 1 ]
 }
 ktap_test_result "IPv6 packets are received and their ICRC checked" ipv6_received
 

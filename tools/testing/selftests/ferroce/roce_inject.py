@@ -8,7 +8,8 @@ Selftests use it to check how a receiver handles well-formed and malformed packe
 
 The rc_* cases are requests for a live RC QP (--qpn, --psn): an RDMA WRITE of --length bytes
 at --va under --rkey (--payload bytes of 0xa5 follow, default --length), an RDMA READ of
---length bytes, and a SEND of --payload bytes.
+--length bytes, and a SEND of --payload bytes; rc_ack is an ACK, NAK or RNR NAK with the AETH
+syndrome --syndrome (default 0x1f, an ACK). --pkey sets every packet's P_Key.
 
 With --print, each packet is written to stdout as "CASE HEX" (the whole IP packet) instead of
 being sent, which needs no privileges.
@@ -131,7 +132,12 @@ def build(case, args):
     q, p = args.qpn, args.psn
 
     def good(qpn=q, psn=p, **kw):
-        return transport(RC_SEND_ONLY, qpn, psn, payload=PAYLOAD, ackreq=True, **kw)
+        return transport(RC_SEND_ONLY, qpn, psn, payload=PAYLOAD, ackreq=True, pkey=args.pkey,
+                         **kw)
+
+    def transport(*a, **kw):
+        kw.setdefault("pkey", args.pkey)
+        return globals()["transport"](*a, **kw)
 
     if case == "good":
         return frame(args, good())
@@ -171,6 +177,8 @@ def build(case, args):
                                      ext=reth(args.va, args.rkey, args.length), ackreq=True))
     if case == "rc_send":
         return frame(args, transport(RC_SEND_ONLY, q, p, payload=filler, ackreq=True))
+    if case == "rc_ack":
+        return frame(args, transport(RC_ACKNOWLEDGE, q, p, ext=aeth(args.syndrome, 0)))
     if case in UC_SENDS:
         return frame(args, transport(UC_SENDS[case], q, p, payload=filler))
     if case == "uc_write":
@@ -182,7 +190,7 @@ def build(case, args):
 CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opcode",
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
-RC_CASES = ["rc_write", "rc_read", "rc_send"]
+RC_CASES = ["rc_write", "rc_read", "rc_send", "rc_ack"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
@@ -227,6 +235,9 @@ def parse_args(argv):
     ap.add_argument("--length", type=int_arg, default=16, help="RETH length (default 16)")
     ap.add_argument("--payload", type=int_arg, default=None,
                     help="payload bytes of rc_write/rc_send/uc_* (default --length)")
+    ap.add_argument("--syndrome", type=int_arg, default=0x1f,
+                    help="AETH syndrome of rc_ack (default 0x1f, an ACK)")
+    ap.add_argument("--pkey", type=int_arg, default=0xffff, help="P_Key (default 0xffff)")
     ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
     ap.add_argument("case", choices=CASES + RC_CASES + UC_CASES + ["all"])
     args = ap.parse_args(argv)
@@ -239,7 +250,7 @@ def parse_args(argv):
     for name, lim in (("qpn", 1 << 24), ("psn", 1 << 24), ("tos", 1 << 8),
                       ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31),
                       ("rkey", 1 << 32), ("va", 1 << 64), ("length", 1 << 32),
-                      ("payload", 9000)):
+                      ("payload", 9000), ("syndrome", 1 << 8), ("pkey", 1 << 16)):
         if getattr(args, name) is not None and not 0 <= getattr(args, name) < lim:
             ap.error(f"--{name} out of range")
     return args
