@@ -10,8 +10,8 @@ PACKAGES=(
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	make flex bison bc cpio kmod rsync xz-utils patch libelf-dev libssl-dev dwarves python3 python3-venv
 	qemu-system-x86 busybox-static
-	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest python3-pyverbs
-	iproute2 iputils-ping iperf3 python3-matplotlib tcpdump tshark
+	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev rdmacm-utils perftest python3-pyverbs
+	iproute2 iputils-ping iperf3 python3-matplotlib tcpdump tshark linux-perf
 )
 VIRTME_NG_VERSION=1.42
 

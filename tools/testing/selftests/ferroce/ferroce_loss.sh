@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# RC over a lossy, reordering link, run after run: netem on both veth ends loses 1% and
+# reorders 1% (1 ms delay), then loses 5%. Each run of ibv_rc_pingpong (64 KiB x 50), of
+# ib_write_bw (64 KiB x 200) and of ferroce_xfer (RC WRITE and READ, every byte checked) must
+# complete, with no retry-exceeded completion; the retransmissions each took are shown.
+# LOSS_RUNS (default 3) is how many runs of each; `make soak` runs 20.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+A=ferroce_loss_a
+B=ferroce_loss_b
+trap ns_cleanup EXIT
+XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
+RUNS=${LOSS_RUNS:-3}
+LOSSES="1 5"
+
+ktap_print_header
+require rdma ip ss tc ibv_rc_pingpong ib_write_bw timeout "$XFER"
+ktap_set_plan $((2 * 4 * RUNS))
+
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
+ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
+ip -n "$A" addr add 10.73.0.1/24 dev va
+ip -n "$B" addr add 10.73.0.2/24 dev vb
+ip -n "$A" link set va up
+ip -n "$B" link set vb up
+ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
+ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
+for _ in $(seq 50); do
+	GA=$(gid_index fer0) && GB=$(gid_index fer1) && break
+	sleep 0.1
+done
+[ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+
+# resends: what both devices counted as sent again (timeouts and sequence NAKs), and the
+# retries that ran out.
+resends() {
+	local d n sum=0
+	for d in fer0 fer1; do
+		for n in completer_retry_err rcvd_seq_err; do
+			sum=$((sum + $(counter "$d" "$n")))
+		done
+	done
+	echo "$sum"
+}
+exceeded() {
+	echo $(($(counter fer0 retry_exceeded_err) + $(counter fer1 retry_exceeded_err)))
+}
+
+# run PORT SERVER_CMD... -- CLIENT_CMD...: the client starts once the server listens on TCP
+# PORT; both sides complete, and nothing ran out of retries.
+run() {
+	local r0 e0 r1 e1 srv cli rc=0 port=$1 args i
+	shift
+	args=("$@")
+	for i in "${!args[@]}"; do [ "${args[$i]}" = -- ] && break; done
+	r0=$(resends) e0=$(exceeded)
+	ip netns exec "$A" timeout 300 "${args[@]:0:$i}" >/tmp/ferroce_loss_srv.log 2>&1 &
+	srv=$!
+	wait_port "$A" "$port"
+	ip netns exec "$B" timeout 300 "${args[@]:$((i + 1))}" >/tmp/ferroce_loss_cli.log 2>&1
+	cli=$?
+	wait "$srv" || rc=$?
+	r1=$(resends) e1=$(exceeded)
+	echo "# resends +$((r1 - r0)), retry exceeded +$((e1 - e0)); client $cli, server $rc"
+	grep -h "byte-exact" /tmp/ferroce_loss_*.log | sed 's/^/# /'
+	if grep -q "invalid data" /tmp/ferroce_loss_*.log; then
+		echo "# pingpong reported invalid data"
+		return 1
+	fi
+	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ] || [ "$e1" -ne "$e0" ]; then
+		tail -3 /tmp/ferroce_loss_srv.log | sed 's/^/# srv: /'
+		tail -3 /tmp/ferroce_loss_cli.log | sed 's/^/# cli: /'
+		return 1
+	fi
+}
+
+pingpong() {
+	run 18515 ibv_rc_pingpong -d fer0 -g "$GA" -m 1024 -s 65536 -n 50 -c -- \
+		ibv_rc_pingpong -d fer1 -g "$GB" -m 1024 -s 65536 -n 50 -c 10.73.0.1
+}
+write_bw() {
+	run 18515 ib_write_bw -d fer0 -x "$GA" -s 65536 -n 200 -F -- \
+		ib_write_bw -d fer1 -x "$GB" -s 65536 -n 200 -F 10.73.0.1
+}
+xfer() {
+	run 18600 "$XFER" -d fer0 -g "$GA" "$@" -- "$XFER" -d fer1 -g "$GB" "$@" 10.73.0.1
+}
+
+for loss in $LOSSES; do
+	for dev in "$A va" "$B vb"; do
+		set -- $dev
+		tc -n "$1" qdisc replace dev "$2" root netem delay 1ms reorder 1% loss "$loss%" ||
+			ktap_exit_fail_msg "netem on $2"
+	done
+	for i in $(seq "$RUNS"); do
+		ktap_test_result "$loss% loss: ibv_rc_pingpong 64 KiB x 50, run $i" pingpong
+		ktap_test_result "$loss% loss: ib_write_bw 64 KiB x 200, run $i" write_bw
+		ktap_test_result "$loss% loss: RC WRITE byte-exact, run $i" \
+			xfer -t rc -o write -m 1024 -s 1,4097,65536,262144 -n 24 -w 8
+		ktap_test_result "$loss% loss: RC READ byte-exact, run $i" \
+			xfer -t rc -o read -m 1024 -s 1,4097,65536,262144 -n 24 -w 8
+	done
+done
+
+ktap_finished
