@@ -5,19 +5,30 @@
 # Appends one JSON object per measurement to OUT.
 #   usage: bench-guest.sh OUT C_RXE_KO
 # Environment: BENCH_REPS (3), BENCH_SIZES (64 .. 1 MiB, powers of 4), BENCH_MTUS ("1500 9000"),
-# BENCH_SECONDS (2, per bandwidth run).
+# BENCH_SECONDS (2, per bandwidth run), BENCH_QPS (QP counts of the 64 KiB write sweep,
+# "1 2 4 8 16 64"), BENCH_PROFILE (1: a perf profile of each driver, see profile()).
 set -uo pipefail
 out=$1 c_rxe=$2
+out_dir=$(dirname "$out")
 reps=${BENCH_REPS:-3}
 sizes=${BENCH_SIZES:-"64 256 1024 4096 16384 65536 262144 1048576"}
 mtus=${BENCH_MTUS:-"1500 9000"}
 secs=${BENCH_SECONDS:-2}
+qps=${BENCH_QPS:-"1 2 4 8 16 64"}
+here=$(cd "$(dirname "$0")" && pwd)
 export PATH=/usr/sbin:/sbin:$PATH
 # Documentation addresses (RFC 5737), on a veth inside this guest only.
 ip0=192.0.2.1 ip1=192.0.2.2
 
 emit() { # DRIVER MTU TEST SIZE REP VALUE UNIT
+	[ -n "${NO_EMIT:-}" ] && return
 	printf '{"driver":"%s","mtu":%s,"test":"%s","size":%s,"rep":%s,"value":%s,"unit":"%s"}\n' "$@" >>"$out"
+}
+
+emit_failed() { # DRIVER MTU TEST SIZE REP UNIT WHY
+	[ -n "${NO_EMIT:-}" ] && return
+	printf '{"driver":"%s","mtu":%s,"test":"%s","size":%s,"rep":%s,"value":null,"unit":"%s","failed":"%s"}\n' \
+		"$@" >>"$out"
 }
 
 setup_net() {
@@ -58,17 +69,24 @@ gid_index() {
 
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
-	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val
+	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val rc
 	shift 5
-	local mode=(-D "$secs")
+	# Duration mode measures between margins (-f) at both ends: perftest's default margin of
+	# 2 s left a 2 s run nothing to measure, which it printed as 0 Gb/s.
+	local mode=(-D $((secs + 2)) -f 1)
 	[[ $tool == *_lat ]] && mode=(-n 1000)
 	g0=$(gid_index bn0 r0 $ip0) g1=$(gid_index bn1 r1 $ip1)
 	ip netns exec bn1 timeout 90 "$tool" -d r1 -x "$g1" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits >/dev/null 2>&1 &
 	local srv=$!
-	sleep 1
+	# The client connects once: wait for the server's port.
+	for _ in $(seq 100); do
+		ip netns exec bn1 ss -Hltn sport = :"$port" | grep -q "$port" && break
+		sleep 0.1
+	done
+	rc=0
 	res=$(ip netns exec bn0 timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
-		--report_gbits $ip1 2>&1)
+		--report_gbits $ip1 2>&1) || rc=$?
 	# A server whose client failed would wait for it until its timeout.
 	for _ in 1 2 3 4 5; do kill -0 "$srv" 2>/dev/null || break; sleep 1; done
 	kill "$srv" 2>/dev/null
@@ -82,13 +100,19 @@ perftest() {
 		val=$(echo "$res" | awk -v s="$size" '$1 == s && NF >= 4 {print $4; exit}')
 		unit=Gb/s
 	fi
-	if [[ $val =~ ^[0-9.]+$ ]]; then
-		emit "$drv" "$mtu" "$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')" "$size" "$rep" "$val" "$unit"
+	local name
+	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')"
+	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
+	if [ "$rc" -eq 0 ] && [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
+		emit "$drv" "$mtu" "$name" "$size" "$rep" "$val" "$unit"
 		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: $val $unit"
 	else
-		echo "  $drv mtu=$mtu $tool size=$size rep=$rep: no result"
+		local why
+		why=$(echo "$res" | grep -iE "error|fail|couldn|unable|timeout|exceeded" | tail -n 1 | tr -d '"\\' | cut -c1-120)
+		why="exit $rc${val:+, printed $val}${why:+: $why}"
+		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: FAILED ($why)"
 		echo "$res" | tail -n 3 | sed 's/^/    /'
-		emit "$drv" "$mtu" "$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')" "$size" "$rep" null "$unit"
+		emit_failed "$drv" "$mtu" "$name" "$size" "$rep" "$unit" "$why"
 	fi
 }
 
@@ -104,6 +128,50 @@ perftest_ok() {
 	wait "$srv" 2>/dev/null
 	[ "$ok" = 1 ] || echo "  $1: perftest probe failed"
 	[ "$ok" = 1 ]
+}
+
+# memory DRIVER: kernel bytes per RC QP and per MR (scripts/bench-mem.py), once per driver.
+memory() {
+	local res
+	res=$(ip netns exec bn0 python3 "$here/bench-mem.py" r0 "$(gid_index bn0 r0 $ip0)" 200 2>&1 | tail -n 1)
+	if echo "$res" | python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null; then
+		printf '{"driver":"%s","test":"memory","result":%s}\n' "$1" "$res" >>"$out"
+		echo "  $1 memory: $res"
+	else
+		echo "  $1 memory: FAILED ($res)"
+		printf '{"driver":"%s","test":"memory","result":null,"failed":"%s"}\n' "$1" \
+			"$(echo "$res" | tr -d '"\\' | cut -c1-120)" >>"$out"
+	fi
+}
+
+# counters DEV: "sent_pkts sent_bytes" of DEV (both drivers count them).
+counters() {
+	rdma statistic show link "$1"/1 | awk '{for (i = 1; i < NF; i++) {if ($i == "sent_pkts") p = $(i + 1); if ($i == "sent_bytes") b = $(i + 1)}} END {print p + 0, b + 0}'
+}
+
+# profile DRIVER MTU TOOL SIZE: one run of TOOL under `perf record` (software clock, all CPUs);
+# its samples per packet and per byte both devices sent, and the top symbols, go to the report.
+profile() {
+	local drv=$1 mtu=$2 tool=$3 size=$4 c0 c1 pdata="$out_dir/perf-$1-$3-$4.data"
+	command -v perf >/dev/null || { echo "  profile: no perf"; return; }
+	read -r p0 b0 < <(counters r0)
+	read -r q0 d0 < <(counters r1)
+	perf record -a -e cpu-clock -F 999 -o "$pdata" -- sleep $((secs + 6)) >/dev/null 2>&1 &
+	local perfpid=$!
+	sleep 1
+	NO_EMIT=1 perftest "$drv" "$mtu" "$tool" "$size" 0 >/dev/null
+	wait "$perfpid" 2>/dev/null
+	read -r p1 b1 < <(counters r0)
+	read -r q1 d1 < <(counters r1)
+	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((b1 - b0 + d1 - d0)) samples top
+	samples=$(perf report -i "$pdata" --stdio --sort sym 2>/dev/null | sed -n 's/^# Samples: \([0-9]*\).*/\1/p' | head -n1)
+	top=$(perf report -i "$pdata" --stdio --no-children --sort sym --percent-limit 2 2>/dev/null |
+		grep -E '^ +[0-9.]+%' | head -n 15 | awk '{pct=$1; $1=""; $2=""; gsub(/^ +/, ""); printf "%s%s=%s", sep, $0, pct; sep=";"}' |
+		tr -d '"\\')
+	printf '{"driver":"%s","mtu":%s,"test":"profile-%s","size":%s,"samples":%s,"hz":999,"pkts":%s,"bytes":%s,"top":"%s"}\n' \
+		"$drv" "$mtu" "$tool" "$size" "${samples:-0}" "$pkts" "$bytes" "$top" >>"$out"
+	echo "  $drv profile $tool $size: ${samples:-0} samples, $pkts packets, $bytes bytes"
+	rm -f "$pdata"
 }
 
 iperf() { # MTU STREAMS REP
@@ -137,10 +205,19 @@ for mtu in $mtus; do
 			for tool in ib_write_bw ib_read_bw ib_send_bw; do
 				for size in $sizes; do perftest "$drv" "$mtu" "$tool" "$size" "$rep"; done
 			done
-			perftest "$drv" "$mtu" ib_write_bw 65536 "$rep" -q 8
+			# Bandwidth against QP count, 64 KiB writes.
+			for q in $qps; do perftest "$drv" "$mtu" ib_write_bw 65536 "$rep" -q "$q"; done
 			for tool in ib_write_lat ib_send_lat; do
 				for size in 8 4096; do perftest "$drv" "$mtu" "$tool" "$size" "$rep"; done
 			done
+			if [ "$rep" = 1 ] && [ "$mtu" = "${mtus%% *}" ]; then
+				memory "$drv"
+				if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+					profile "$drv" "$mtu" ib_write_bw 65536
+					profile "$drv" "$mtu" ib_read_bw 65536
+					profile "$drv" "$mtu" ib_write_lat 8
+				fi
+			fi
 			unload_driver
 		done
 		iperf "$mtu" 1 "$rep"
