@@ -26,11 +26,13 @@ const DMA_LKEY: u32 = 0;
 /// `IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC`.
 const REMOTE_ACCESS: u32 = 0x2 | 0x4 | 0x8;
 
-/// A region as the data path holds it while it copies.
+/// A region as the data path holds it while it copies: looked up, used and dropped within one
+/// hold of a QP's lock (softirqs off, an RCU read-side section), never kept across packets.
+/// Deregistration removes the region and waits for an RCU grace period, so its reference is the
+/// last one and unpinning (which sleeps) happens there, in process context.
 pub(crate) type MrRef = Arc<MrState>;
 
-/// What the data path needs of a region; shared with work in flight, so a deregistered region's
-/// pages stay pinned until that work is done.
+/// What the data path needs of a region.
 pub(crate) struct MrState {
     /// The PD it belongs to ([`Pd::id`]).
     pub(crate) pd: usize,
@@ -74,7 +76,7 @@ impl MrTable {
     /// Stores `state` under a free index, and records its key; returns the key.
     fn insert(&self, state: Arc<MrState>) -> Result<u32> {
         let tag = self.tags.fetch_add(1, Ordering::Relaxed) & 0xff;
-        // The key must be set before a lookup can find the region.
+        // Until the key is stored, lookups miss it (no key is 0: index 0 is never allocated).
         let key_of = |index: u32| index << 8 | tag;
         let probe = state.clone();
         let index = self.regions.alloc(state, GFP_KERNEL)?;
@@ -82,10 +84,11 @@ impl MrTable {
         Ok(key_of(index))
     }
 
-    /// Finds the region of `key` (a stale or forged key finds nothing). Any context.
+    /// Finds the region of `key` (a stale or forged key, or a region being deregistered, finds
+    /// nothing). Any context; see [`MrRef`] for how long the result may be held.
     pub(crate) fn get(&self, key: u32) -> Option<Arc<MrState>> {
         let state = self.regions.get(key >> 8)?;
-        (state.lkey.load(Ordering::Acquire) == key).then_some(state)
+        (state.lkey.load(Ordering::Acquire) == key && state.live()).then_some(state)
     }
 
     /// Takes the region of `key` out; once this returns, no packet or WR finds or uses it.

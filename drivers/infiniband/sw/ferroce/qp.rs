@@ -23,7 +23,7 @@ use crate::{
     send, ud,
     xmit::{TxPath, Xmit},
 };
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use kernel::{
     impl_has_hr_timer, impl_has_work,
     net::skbuff::{SkBuff, SkbQueue},
@@ -64,6 +64,8 @@ const QPN_LIMIT: u32 = 1 << 24;
 /// Bytes of packets a QP's backlog holds (packets from QPs of its own device wait there);
 /// past it they are dropped, and a reliable sender sends them again.
 const RX_BACKLOG_BYTES: usize = 4 << 20;
+/// Packets it holds: small ones cost more memory than their length says.
+const RX_BACKLOG_PKTS: u32 = 4096;
 /// Packets the QP's work takes from its backlog before it lets other work run.
 const RX_BATCH: usize = 64;
 
@@ -245,6 +247,9 @@ impl WorkItem for QpShared {
                     this.resume(qp, &mut inner)
                 };
                 this.flush_tx(counters);
+                // Packets held back behind READ responses: the responses' progress (`more`)
+                // brings the work back, not the packets (no route: nothing would go out).
+                let mut held = false;
                 // A bounded batch: a busy backlog must not keep other QPs' work waiting.
                 for _ in 0..RX_BATCH {
                     let (skb, res) = {
@@ -260,6 +265,7 @@ impl WorkItem for QpShared {
                                 if inner.resp.reads.answering() && !hdr.rewinds_read(&inner) =>
                             {
                                 this.rx.push_front(skb);
+                                held = true;
                                 break;
                             }
                             Ok(hdr) => this.take(qp, &mut inner, &skb, &hdr, counters),
@@ -270,7 +276,7 @@ impl WorkItem for QpShared {
                     this.flush_tx(counters);
                     consume_or_count(skb, res, counters);
                 }
-                more || !this.rx.is_empty()
+                more || (!held && !this.rx.is_empty())
             })
             .unwrap_or(false);
         if again {
@@ -337,6 +343,10 @@ impl QpShared {
     /// Queues a packet for the QP's work, within the backlog's bound.
     fn backlog(self: &Arc<Self>, skb: SkBuff, counters: &Counters) {
         let len = skb.len() as usize;
+        if self.rx.len() >= RX_BACKLOG_PKTS {
+            counters.inc(Counter::DropBacklog);
+            return;
+        }
         if self.rx_bytes.fetch_add(len, Ordering::Relaxed) + len > RX_BACKLOG_BYTES {
             self.rx_bytes.fetch_sub(len, Ordering::Relaxed);
             counters.inc(Counter::DropBacklog);
@@ -452,6 +462,9 @@ impl QpShared {
     /// another context is sending already, it takes these packets too.
     pub(crate) fn flush_tx(&self, counters: &Counters) {
         while !self.tx.is_empty() {
+            // Orders our push (or the other sender's release below) before reading `tx_busy`:
+            // either we see it free, or its owner sees our packet.
+            fence(Ordering::SeqCst);
             if self
                 .tx_busy
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -465,6 +478,7 @@ impl QpShared {
                 }
             }
             self.tx_busy.store(false, Ordering::Release);
+            fence(Ordering::SeqCst);
             // A packet queued after the last pop but before the store is sent by the loop.
         }
     }

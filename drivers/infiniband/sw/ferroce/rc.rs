@@ -102,6 +102,9 @@ pub(crate) struct Requester {
     /// When the timer is due: progress moves it on without touching the armed timer, which
     /// then finds it in the future and waits the rest.
     pub(crate) due: Option<Instant<Monotonic>>,
+    /// A timeout was put off once because packets waited in the backlog (the answer may be
+    /// there); the next one counts, whatever waits.
+    pub(crate) put_off: bool,
 }
 
 impl Requester {
@@ -112,6 +115,7 @@ impl Requester {
         self.stopped = false;
         self.rnr_wait = false;
         self.due = None;
+        self.put_off = false;
     }
 
     /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
@@ -300,6 +304,20 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
         let Some(sent) = req.flight.get(idx) else {
             break;
         };
+        // No more READs outstanding than the peer granted (IBA C9-148 ff.): it keeps state for
+        // that many, and a READ it has no room for would fail the QP. The rest wait, in order.
+        if sent.kind() == Kind::Read && !uc {
+            let limit = usize::from(attr.max_rd_atomic.max(1));
+            let outstanding = req.flight.get(..idx).map_or(0, |before| {
+                before
+                    .iter()
+                    .filter(|s| s.kind() == Kind::Read && s.entry.pending())
+                    .count()
+            });
+            if outstanding >= limit {
+                break;
+            }
+        }
         let res = if sent.kind() == Kind::Read {
             send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {

@@ -111,8 +111,9 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     {
         return;
     }
-    if shared.backlog_pending() {
-        // The answer may be among the packets still waiting for this QP: not a timeout yet.
+    if shared.backlog_pending() && !core::mem::replace(&mut inner.req.put_off, true) {
+        // The answer may be among the packets still waiting for this QP: not a timeout yet,
+        // once (a peer that keeps the backlog busy must not keep the timer from counting).
         let rnr = inner.req.rnr_wait;
         arm_ack(shared, inner);
         inner.req.rnr_wait = rnr;
@@ -210,6 +211,7 @@ pub(crate) fn on_response(
         // Progress: the budgets refill and the timeout starts over.
         let (r, rnr) = (inner.attr.retry_cnt, inner.attr.rnr_retry);
         inner.req.set_retries(r, rnr);
+        inner.req.put_off = false;
         touch_ack(shared, inner);
     }
     complete(qp, shared, inner);

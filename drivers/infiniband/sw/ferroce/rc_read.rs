@@ -12,7 +12,6 @@
 use crate::{
     device::Ferroce,
     limits::MAX_MSG_SIZE,
-    mr::MrRef,
     proto::{
         opcode::Opcode,
         packet::{Aeth, BuildError, ExtHeaders},
@@ -39,14 +38,24 @@ struct Resource {
     npkts: u32,
     mtu: u32,
     len: u32,
-    /// The region and where in it the READ starts; `None` for a zero-length READ.
-    src: Option<(MrRef, usize)>,
+    /// Where the READ starts; the region is looked up per response (see
+    /// [`crate::mr::MrRef`]), so a deregistered one is read no further.
+    va: u64,
+    pd: usize,
     rkey: u32,
     /// The MSN its responses carry.
     msn: u32,
     /// The next response to send; `npkts` once all went out.
     next: u32,
+    /// Responses sent again for duplicates, bounded by [`RESEND_LIMIT`].
+    resent: u64,
 }
+
+/// How many times over a READ's responses are sent again for duplicate requests, at most (plus
+/// [`RESEND_SLACK`]): a lossy link needs a few; a host that replays a request, say from a
+/// spoofed address, must not turn one READ into endless traffic.
+const RESEND_LIMIT: u64 = 8;
+const RESEND_SLACK: u64 = 1024;
 
 impl Resource {
     fn answering(&self) -> bool {
@@ -88,20 +97,18 @@ pub(crate) fn start(
         return Err(Refusal::Invalid);
     }
     let mtu = path_mtu(qp, inner);
-    let src = match reth.dma_len {
-        0 => None,
-        len => Some(
-            sge::remote(
-                &qp.device().data().mrs,
-                shared.pd,
-                reth.rkey,
-                reth.va,
-                len,
-                sge::ACCESS_REMOTE_READ,
-            )
-            .ok_or(Refusal::Access)?,
-        ),
-    };
+    // A zero-length READ names no memory.
+    if reth.dma_len != 0 {
+        sge::remote(
+            &qp.device().data().mrs,
+            shared.pd,
+            reth.rkey,
+            reth.va,
+            reth.dma_len,
+            sge::ACCESS_REMOTE_READ,
+        )
+        .ok_or(Refusal::Access)?;
+    }
     let reads = &mut inner.resp.reads.0;
     // Room for it: the oldest answered one goes.
     if reads.len() >= limit {
@@ -121,10 +128,12 @@ pub(crate) fn start(
                 npkts,
                 mtu,
                 len: reth.dma_len,
-                src,
+                va: reth.va,
+                pd: shared.pd,
                 rkey: reth.rkey,
                 msn,
                 next: 0,
+                resent: 0,
             },
             GFP_ATOMIC,
         )
@@ -147,7 +156,12 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
         r.rkey == reth.rkey && i >= 0 && (i as u32) < r.npkts
     }) {
         // CAST: Checked above.
-        r.next = r.next.min(psn.diff(r.first) as u32);
+        let from = psn.diff(r.first) as u32;
+        let again = u64::from(r.next.saturating_sub(from));
+        if r.resent + again <= u64::from(r.npkts) * RESEND_LIMIT + RESEND_SLACK {
+            r.resent += again;
+            r.next = r.next.min(from);
+        }
     }
 }
 
@@ -190,14 +204,18 @@ fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource)
     let off = i * r.mtu;
     let n = (r.len - off).min(r.mtu) as usize;
     // Copied from the region straight into the packet.
-    let fill = |dst: &mut [u8]| match &r.src {
+    let fill = |dst: &mut [u8]| {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let mrs = &xmit.device().data().mrs;
+        let va = r.va + u64::from(off);
+        // CAST: `dst` is at most one MTU.
+        let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        Some((mr, _)) if !mr.live() => Err(BuildError::Payload),
-        Some((mr, at)) => mr
-            .mem
-            .read(at + off as usize, dst)
-            .map_err(|_| BuildError::Payload),
-        None => Ok(()),
+        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, va, n, sge::ACCESS_REMOTE_READ)
+            .ok_or(BuildError::Payload)?;
+        mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };
     let op = match (i == 0, i + 1 == r.npkts) {
         (true, true) => Opcode::RcReadResponseOnly,

@@ -14,7 +14,6 @@ use crate::{
     counters::{Counter, Counters},
     cq::FerroceCq,
     device::Ferroce,
-    mr::MrRef,
     proto::{
         opcode::{OpKind, Opcode},
         packet::{Aeth, ExtHeaders},
@@ -86,10 +85,11 @@ struct Receiving {
     failed: Option<WcStatus>,
 }
 
-/// An RDMA WRITE under way.
+/// An RDMA WRITE under way: where its next packet goes. The region is looked up again per
+/// packet (see [`crate::mr::MrRef`]); one deregistered meanwhile takes no more bytes.
 struct Writing {
-    mr: MrRef,
-    at: usize,
+    rkey: u32,
+    va: u64,
     left: u32,
     len: u32,
 }
@@ -464,14 +464,12 @@ fn write(
         if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {
             return Err(Refusal::Access);
         }
-        let mrs = &qp.device().data().mrs;
-        let (mr, at) = if reth.dma_len == 0 {
-            // A zero-length write names no memory.
-            inner.resp.write = None;
-            (None, 0)
-        } else {
-            let (mr, at) = sge::remote(
-                mrs,
+        inner.resp.write = None;
+        // A zero-length write names no memory.
+        if reth.dma_len != 0 {
+            // The whole range is checked now, so a bad one is refused before any byte lands.
+            sge::remote(
+                &qp.device().data().mrs,
                 shared.pd,
                 reth.rkey,
                 reth.va,
@@ -479,14 +477,13 @@ fn write(
                 sge::ACCESS_REMOTE_WRITE,
             )
             .ok_or(Refusal::Access)?;
-            (Some(mr), at)
-        };
-        inner.resp.write = mr.map(|mr| Writing {
-            mr,
-            at,
-            left: reth.dma_len,
-            len: reth.dma_len,
-        });
+            inner.resp.write = Some(Writing {
+                rkey: reth.rkey,
+                va: reth.va,
+                left: reth.dma_len,
+                len: reth.dma_len,
+            });
+        }
         if inner.resp.write.is_none() && !pkt.payload.is_empty() {
             return Err(Refusal::Invalid);
         }
@@ -499,16 +496,17 @@ fn write(
                 inner.resp.write = None;
                 return Err(Refusal::Invalid);
             }
-            if !w.mr.live() {
+            let mrs = &qp.device().data().mrs;
+            let access = sge::ACCESS_REMOTE_WRITE;
+            let Some((mr, at)) = sge::remote(mrs, shared.pd, w.rkey, w.va, n, access) else {
                 // Deregistered since the message started: not one more byte.
                 inner.resp.write = None;
                 return Err(Refusal::Access);
-            }
-            let (mem, at) = (&w.mr.mem, w.at);
+            };
             pkt.payload
-                .for_each(|off, piece| mem.write(at + off, piece), EFAULT)
+                .for_each(|off, piece| mr.mem.write(at + off, piece), EFAULT)
                 .map_err(|_| Refusal::Access)?;
-            w.at += pkt.payload.len();
+            w.va += u64::from(n);
             w.left -= n;
             w.len
         }

@@ -103,6 +103,11 @@ impl<'a> Xmit<'a> {
     }
 
     /// Queues one packet.
+    /// The device it sends from.
+    pub(crate) fn device(&self) -> &'a Device<Ferroce> {
+        self.dev
+    }
+
     pub(crate) fn send(&self, bth: &Bth, ext: &ExtHeaders, payload: &[u8]) -> Result {
         self.send_with(bth, ext, payload.len(), |dst| {
             dst.copy_from_slice(payload);

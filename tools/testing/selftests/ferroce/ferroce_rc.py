@@ -52,6 +52,10 @@ RECV_NUM_SGE, RECV_SGES = 28, 40
 IBV_WR_RDMA_READ_OPCODE = 4
 
 
+def kernel_log():
+    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
+
+
 def counters(dev):
     d = f"/sys/class/infiniband/{dev}/ports/1/hw_counters"
     values = {}
@@ -286,6 +290,25 @@ class InjectedRequests(Injecting, unittest.TestCase):
         self.assertEqual(self.memory(), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
         self.inject("rc_read", (rd,), psn=RQ_PSN + 1, **good)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.5), [], "nothing completed")
+
+    def test_a_write_whose_region_goes_midway_lands_no_more(self):
+        # The region is deregistered between the first and last packets of a WRITE: the last
+        # writes nothing, and the region's pages are unpinned in process context (with
+        # CONFIG_DEBUG_ATOMIC_SLEEP, an unpin in softirq logs "sleeping function called").
+        mr = MR(self.ep.pd, MR_LEN, REMOTE)
+        mr.write(bytes(MR_LEN), MR_LEN)
+        kmsg_before = kernel_log()
+        self.inject("rc_write_first", ("rx_write_requests",), rkey=mr.rkey, va=mr.buf,
+                    length=2048, payload=1024)
+        self.assertEqual(mr.read(1024, 0), b"\xa5" * 1024)
+        mr.close()
+        self.inject("rc_write_last", ("resp_remote_access_errors",), psn=RQ_PSN + 1,
+                    payload=1024)
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
+        new = kernel_log()[len(kmsg_before):]
+        self.assertNotIn("sleeping function called", new)
+        self.assertNotIn("scheduling while atomic", new)
 
     def test_acks_for_psns_never_sent_complete_nothing(self):
         # Long ACK timeout (69 s): the SEND waits for an ACK that the fake peer never sends.

@@ -7,7 +7,8 @@ Selftests use it to check how a receiver handles well-formed and malformed packe
     roce_inject.py --src 10.0.0.2 --dst 10.0.0.1 [--qpn Q] [--psn P] CASE
 
 The rc_* cases are requests for a live RC QP (--qpn, --psn): an RDMA WRITE of --length bytes
-at --va under --rkey (--payload bytes of 0xa5 follow, default --length), an RDMA READ of
+at --va under --rkey (--payload bytes of 0xa5 follow, default --length; rc_write_first and
+rc_write_last are the first and last packets of a longer one), an RDMA READ of
 --length bytes, and a SEND of --payload bytes; rc_ack is an ACK, NAK or RNR NAK with the AETH
 syndrome --syndrome (default 0x1f, an ACK). --pkey sets every packet's P_Key.
 
@@ -31,6 +32,8 @@ IPV6_HDR_LEN = 40
 
 RC_SEND_ONLY = 0x04
 RC_SEND_ONLY_IMM = 0x05
+RC_RDMA_WRITE_FIRST = 0x06
+RC_RDMA_WRITE_LAST = 0x08
 RC_RDMA_WRITE_ONLY = 0x0a
 RC_RDMA_READ_REQUEST = 0x0c
 RC_ACKNOWLEDGE = 0x11
@@ -172,6 +175,11 @@ def build(case, args):
         return frame(args, transport(RC_RDMA_WRITE_ONLY, q, p,
                                      ext=reth(args.va, args.rkey, args.length),
                                      payload=filler, ackreq=True))
+    if case == "rc_write_first":
+        return frame(args, transport(RC_RDMA_WRITE_FIRST, q, p,
+                                     ext=reth(args.va, args.rkey, args.length), payload=filler))
+    if case == "rc_write_last":
+        return frame(args, transport(RC_RDMA_WRITE_LAST, q, p, payload=filler, ackreq=True))
     if case == "rc_read":
         return frame(args, transport(RC_RDMA_READ_REQUEST, q, p,
                                      ext=reth(args.va, args.rkey, args.length), ackreq=True))
@@ -190,7 +198,7 @@ def build(case, args):
 CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opcode",
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
-RC_CASES = ["rc_write", "rc_read", "rc_send", "rc_ack"]
+RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
