@@ -24,7 +24,9 @@ pub struct Route {
 
 impl Route {
     /// Looks up the route from `saddr` to `daddr`, for UDP with `flow_label` (the low 20 bits),
-    /// leaving by `oif` if it is not 0.
+    /// leaving by `oif` if it is not 0. As the IPv4 lookup does (and `ip6_dst_lookup_flow` does
+    /// not), a source that is not one of the namespace's own addresses is refused with
+    /// `EADDRNOTAVAIL`: a caller's address cannot be spoofed through it.
     pub fn output(
         net: &Namespace,
         saddr: [u8; 16],
@@ -32,6 +34,14 @@ impl Route {
         flow_label: u32,
         oif: i32,
     ) -> Result<Self> {
+        let src = bindings::in6_addr {
+            in6_u: bindings::in6_addr__bindgen_ty_1 { u6_addr8: saddr },
+        };
+        // SAFETY: `net` is alive and `src` a valid address; no device (any of the namespace's),
+        // not strict. It takes the RCU read lock itself and does not sleep.
+        if unsafe { bindings::ipv6_chk_addr(net.as_raw(), &src, core::ptr::null(), 0) } == 0 {
+            return Err(EADDRNOTAVAIL);
+        }
         // SAFETY: All-zero is a valid, empty flow key.
         let mut fl: bindings::flowi6 = unsafe { core::mem::zeroed() };
         fl.__fl_common.flowic_oif = oif;
