@@ -101,11 +101,11 @@ def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
     qp.to_rts(qa)
 
 
-def connect_uc(qp, addr, sgid_index, dest_qpn):
+def connect_uc(qp, addr, sgid_index, dest_qpn, mtu=e.IBV_MTU_1024):
     """INIT -> RTS for a UC QP (no ACK timers or read limits); both directions at RQ_PSN."""
     qa = QPAttr(port_num=1)
     qa.qp_state = e.IBV_QPS_RTR
-    qa.path_mtu = e.IBV_MTU_1024
+    qa.path_mtu = mtu
     qa.dest_qp_num = dest_qpn
     qa.rq_psn = RQ_PSN
     qa.ah_attr = AHAttr(port_num=1, is_global=1,
@@ -160,8 +160,9 @@ class Endpoint:
     """A PD, CQ, an MR peers may read and write, and an RC (or UC) QP in INIT with posted
     receives."""
 
-    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC):
+    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC, recv_len=RECV_LEN):
         self.qp_type = qp_type
+        self.recv_len = recv_len
         self.ctx = Context(name=dev)
         self.dev, self.addr = dev, addr
         self.gid_index = gid_index(self.ctx, addr)
@@ -169,7 +170,7 @@ class Endpoint:
         self.cq = CQ(self.ctx, 64)
         self.mr = MR(self.pd, MR_LEN, REMOTE)
         self.mr.write(bytes(MR_LEN), MR_LEN)
-        self.rbuf = MR(self.pd, RECV_LEN * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
+        self.rbuf = MR(self.pd, recv_len * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
         self.qp = self.new_qp()
         qa = QPAttr(port_num=1)
         qa.qp_state = e.IBV_QPS_INIT
@@ -182,7 +183,7 @@ class Endpoint:
             self.post_recv(i)
 
     def post_recv(self, i):
-        sge = SGE(self.rbuf.buf + i * RECV_LEN, RECV_LEN, self.rbuf.lkey)
+        sge = SGE(self.rbuf.buf + i * self.recv_len, self.recv_len, self.rbuf.lkey)
         self.qp.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[sge]))
 
     def new_qp(self):
@@ -411,7 +412,8 @@ class ForgedResponses(Injecting, unittest.TestCase):
         # Before the oldest unanswered PSN: a late or duplicate answer, or a forged one; none
         # stalls the QP (an old RNR NAK) or fails it (an old NAK).
         for name, syn in self.SYNDROMES.items():
-            for psn in (RQ_PSN - 2, RQ_PSN - 0x1000, RQ_PSN - 0x800000):
+            # (Half the PSN space away from the send end counts as beyond: see the test above.)
+            for psn in (RQ_PSN - 2, RQ_PSN - 0x1000, RQ_PSN - 0x7fff00):
                 with self.subTest(response=name, psn=psn):
                     self.inject("rc_ack", (), psn=psn, syndrome=syn)
         self.completes_with_the_true_ack()
@@ -555,11 +557,15 @@ class RemoteErrors(unittest.TestCase):
 
 class UcRequests(Injecting, unittest.TestCase):
     """Crafted requests at a UC QP in RTS: nothing is answered, and a gap or a refusal costs
-    the message it hit and no more."""
+    the message it hit and no more. Path MTU 256: first and middle packets carry exactly that
+    (IBA 9.7.4)."""
+
+    MTU = 256
+    RECV = 300
 
     def setUp(self):
-        self.ep = Endpoint(DEV, ADDR, qp_type=e.IBV_QPT_UC)
-        connect_uc(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.ep = Endpoint(DEV, ADDR, qp_type=e.IBV_QPT_UC, recv_len=self.RECV)
+        connect_uc(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, mtu=e.IBV_MTU_256)
         self.sent = counters(DEV)["sent_pkts"]
 
     def tearDown(self):
@@ -573,7 +579,7 @@ class UcRequests(Injecting, unittest.TestCase):
                          [(i, e.IBV_WC_SUCCESS, n, e.IBV_WC_RECV) for i, n in want])
 
     def test_a_gap_drops_its_message_and_the_next_one_takes_the_receive(self):
-        self.inject("uc_send_first", (), psn=RQ_PSN, payload=16)
+        self.inject("uc_send_first", (), psn=RQ_PSN, payload=self.MTU)
         # RQ_PSN + 1, a middle packet, is lost: the last one is out of sequence.
         self.inject("uc_send_last", ("out_of_seq_request",), psn=RQ_PSN + 2, payload=16)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.3), [], "a message with a gap completed")
@@ -581,9 +587,9 @@ class UcRequests(Injecting, unittest.TestCase):
         self.inject("uc_send_only", ("out_of_seq_request",), psn=RQ_PSN + 5, payload=24)
         self.received([(100, 24)])
         self.assertEqual(self.ep.rbuf.read(24, 0), b"\xa5" * 24)
-        self.inject("uc_send_first", (), psn=RQ_PSN + 6, payload=16)
+        self.inject("uc_send_first", (), psn=RQ_PSN + 6, payload=self.MTU)
         self.inject("uc_send_last", (), psn=RQ_PSN + 7, payload=8)
-        self.received([(101, 24)])
+        self.received([(101, self.MTU + 8)])
 
     def test_a_refused_write_changes_nothing_and_the_next_lands(self):
         mr = self.ep.mr
@@ -610,16 +616,27 @@ class UcRequests(Injecting, unittest.TestCase):
     def test_a_send_longer_than_its_receive_is_dropped_and_the_qp_lives(self):
         # Unlike RC, where the receive completes with an error and the QP fails, UC drops the
         # message and keeps the receive for the next SEND.
-        self.inject("uc_send_first", (), payload=RECV_LEN - 8)
-        self.inject("uc_send_middle", ("resp_local_length_error",), psn=RQ_PSN + 1, payload=16)
+        self.inject("uc_send_first", (), payload=self.MTU)
+        self.inject("uc_send_middle", ("resp_local_length_error",), psn=RQ_PSN + 1,
+                    payload=self.MTU)
         self.inject("uc_send_last", (), psn=RQ_PSN + 2, payload=8)
-        self.inject("uc_send_only", ("resp_local_length_error",), psn=RQ_PSN + 3,
-                    payload=RECV_LEN + 4)
+        self.inject("uc_send_first", (), psn=RQ_PSN + 3, payload=self.MTU)
+        self.inject("uc_send_last", ("resp_local_length_error",), psn=RQ_PSN + 4,
+                    payload=self.RECV - self.MTU + 4)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.3), [], "a message too long completed")
         attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
         self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
-        self.inject("uc_send_only", (), psn=RQ_PSN + 4, payload=RECV_LEN)
-        self.received([(100, RECV_LEN)])
+        self.inject("uc_send_only", (), psn=RQ_PSN + 5, payload=200)
+        self.received([(100, 200)])
+
+    def test_a_first_packet_shorter_than_the_mtu_drops_its_message(self):
+        # A FIRST or MIDDLE packet carries exactly one MTU; one that does not is dropped with
+        # its message, and the receive waits for the next.
+        self.inject("uc_send_first", ("resp_invalid_request",), payload=16)
+        self.inject("uc_send_last", (), psn=RQ_PSN + 1, payload=8)
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.3), [], "a malformed message completed")
+        self.inject("uc_send_only", (), psn=RQ_PSN + 2, payload=24)
+        self.received([(100, 24)])
 
 
 class UcPeers(unittest.TestCase):
