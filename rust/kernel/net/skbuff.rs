@@ -279,12 +279,12 @@ impl SkbQueue {
         })
     }
 
-    /// Appends `skb`. Its device and route are dropped: both were only borrowed from the
+    /// Takes `skb` for a queue: its device and route are dropped, both only borrowed from the
     /// receive path, which the queued skb outlives.
-    pub fn push(&self, skb: SkBuff) {
-        let raw = skb.as_raw();
-        core::mem::forget(skb);
-        // SAFETY: We own `raw` and hand it to the queue, which is initialised.
+    fn detach(skb: SkBuff) -> *mut bindings::sk_buff {
+        let raw = skb.into_raw();
+        // SAFETY: We own `raw`; clearing the borrowed device and dropping the route leave an
+        // skb that holds no reference it does not own.
         unsafe {
             (*raw)
                 .__bindgen_anon_1
@@ -292,25 +292,23 @@ impl SkbQueue {
                 .__bindgen_anon_1
                 .dev = core::ptr::null_mut();
             bindings::skb_dst_drop(raw);
-            bindings::skb_queue_tail(self.head.get(), raw);
         }
+        raw
+    }
+
+    /// Appends `skb` (see [`SkbQueue::detach`]).
+    pub fn push(&self, skb: SkBuff) {
+        let raw = Self::detach(skb);
+        // SAFETY: We own `raw` and hand it to the queue, which is initialised.
+        unsafe { bindings::skb_queue_tail(self.head.get(), raw) };
     }
 
     /// Puts `skb` back at the head, as the next [`SkbQueue::pop`] takes it: one taken too
-    /// early. Its device and route are dropped, as by [`SkbQueue::push`].
+    /// early.
     pub fn push_front(&self, skb: SkBuff) {
-        let raw = skb.as_raw();
-        core::mem::forget(skb);
+        let raw = Self::detach(skb);
         // SAFETY: We own `raw` and hand it to the queue, which is initialised.
-        unsafe {
-            (*raw)
-                .__bindgen_anon_1
-                .__bindgen_anon_1
-                .__bindgen_anon_1
-                .dev = core::ptr::null_mut();
-            bindings::skb_dst_drop(raw);
-            bindings::skb_queue_head(self.head.get(), raw);
-        }
+        unsafe { bindings::skb_queue_head(self.head.get(), raw) };
     }
 
     /// Appends an skb on its way out, routed by a route's `attach`: it keeps its route, its

@@ -277,17 +277,6 @@ dissected() {
 	[ "$bad" -eq 0 ]
 }
 
-# retransmits: what both devices counted as resent (timeouts and sequence NAKs).
-retransmits() {
-	local d n sum=0
-	for d in fer0 fer1; do
-		for n in completer_retry_err rcvd_seq_err; do
-			sum=$((sum + $(counter "$d" "$n")))
-		done
-	done
-	echo "$sum"
-}
-
 # lossy TOOL ARGS...: TOOL completes over a path losing 1% and reordering, and resends showed.
 lossy() {
 	local before after

@@ -48,6 +48,17 @@ counter() {
 	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
 }
 
+# retransmits: what fer0 and fer1 counted as sent again (timeouts and sequence NAKs).
+retransmits() {
+	local d n sum=0
+	for d in fer0 fer1; do
+		for n in completer_retry_err rcvd_seq_err; do
+			sum=$((sum + $(counter "$d" "$n")))
+		done
+	done
+	echo "$sum"
+}
+
 # wait_port NS PORT: true once a server in NS listens on TCP PORT (within 10 s).
 wait_port() {
 	for _ in $(seq 100); do

@@ -36,17 +36,7 @@ for _ in $(seq 50); do
 done
 [ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
 
-# resends: what both devices counted as sent again (timeouts and sequence NAKs), and the
-# retries that ran out.
-resends() {
-	local d n sum=0
-	for d in fer0 fer1; do
-		for n in completer_retry_err rcvd_seq_err; do
-			sum=$((sum + $(counter "$d" "$n")))
-		done
-	done
-	echo "$sum"
-}
+# exceeded: the retries that ran out, on both devices.
 exceeded() {
 	echo $(($(counter fer0 retry_exceeded_err) + $(counter fer1 retry_exceeded_err)))
 }
@@ -58,14 +48,14 @@ run() {
 	shift
 	args=("$@")
 	for i in "${!args[@]}"; do [ "${args[$i]}" = -- ] && break; done
-	r0=$(resends) e0=$(exceeded)
+	r0=$(retransmits) e0=$(exceeded)
 	ip netns exec "$A" timeout 300 "${args[@]:0:$i}" >/tmp/ferroce_loss_srv.log 2>&1 &
 	srv=$!
 	wait_port "$A" "$port"
 	ip netns exec "$B" timeout 300 "${args[@]:$((i + 1))}" >/tmp/ferroce_loss_cli.log 2>&1
 	cli=$?
 	wait "$srv" || rc=$?
-	r1=$(resends) e1=$(exceeded)
+	r1=$(retransmits) e1=$(exceeded)
 	echo "# resends +$((r1 - r0)), retry exceeded +$((e1 - e0)); client $cli, server $rc"
 	grep -h "byte-exact" /tmp/ferroce_loss_*.log | sed 's/^/# /'
 	if grep -q "invalid data" /tmp/ferroce_loss_*.log; then
