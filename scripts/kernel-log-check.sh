@@ -31,7 +31,10 @@ else
 	fi
 fi
 
-bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular locking|lockdep|UBSAN|KASAN|soft lockup|hung task|RCU stall|rcu_sched self-detected' || true)
+# Lockdep's reports start "WARNING: possible circular locking ..." (or inconsistent lock state,
+# suspicious RCU usage); the bare word "lockdep" is in a boot banner ("RCU lockdep checking is
+# enabled") and must not match.
+bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|DEBUG_LOCKS_WARN_ON|UBSAN|KASAN|soft lockup|hung task|RCU stall|rcu_sched self-detected' || true)
 if [ -z "$bad" ]; then
 	echo "pass kernel-log $name/log"
 else
