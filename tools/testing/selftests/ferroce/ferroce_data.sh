@@ -68,6 +68,9 @@ pair() {
 	fi
 	if [ "$cli" -ne 0 ] || [ "$rc" -ne 0 ]; then
 		echo "# $tool $*: client $cli, server $rc"
+		# Errors go to stderr, unbuffered: ahead of the buffered output they follow.
+		grep -hiE "error|fail|couldn|exceed|status" /tmp/ferroce_data_srv.log \
+			/tmp/ferroce_data_cli.log | head -6 | sed 's/^/# /'
 		sed 's/^/# srv: /' /tmp/ferroce_data_srv.log | tail -5
 		sed 's/^/# cli: /' /tmp/ferroce_data_cli.log | tail -5
 		return 1
