@@ -63,7 +63,7 @@ make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest prog
 
 timed "guest tests"
 rc=0
-GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-2400} "$FERROCE_ROOT/scripts/guest.sh" \
+GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-3600} "$FERROCE_ROOT/scripts/guest.sh" \
 	"$FERROCE_ROOT/scripts/guest-check.sh $results $tree $build" 2>&1 | tee "$run_dir/guest.log" || rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "fail guest guest/run (the guest run failed: exit $rc)" >>"$results"

@@ -5,7 +5,8 @@
 # reorders 1% (1 ms delay), then loses 5%. Each run of ibv_rc_pingpong (64 KiB x 50), of
 # ib_write_bw (64 KiB x 200) and of ferroce_xfer (RC WRITE and READ, every byte checked) must
 # complete, with no retry-exceeded completion; the retransmissions each took are shown.
-# LOSS_RUNS (default 3) is how many runs of each; `make soak` runs 20.
+# LOSS_RUNS (default 3) is how many runs of each, LOSSES (default "1 5") the loss rates in %;
+# `make check` runs 1% once, `make soak` both rates 20 times.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -15,11 +16,12 @@ B=ferroce_loss_b
 trap ns_cleanup EXIT
 XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
 RUNS=${LOSS_RUNS:-3}
-LOSSES="1 5"
+LOSSES=${LOSSES:-1 5}
 
 ktap_print_header
 require rdma ip ss tc ibv_rc_pingpong ib_write_bw timeout "$XFER"
-ktap_set_plan $((2 * 4 * RUNS))
+set -- $LOSSES
+ktap_set_plan $(($# * 4 * RUNS))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -49,10 +51,10 @@ run() {
 	args=("$@")
 	for i in "${!args[@]}"; do [ "${args[$i]}" = -- ] && break; done
 	r0=$(retransmits) e0=$(exceeded)
-	ip netns exec "$A" timeout 300 "${args[@]:0:$i}" >/tmp/ferroce_loss_srv.log 2>&1 &
+	ip netns exec "$A" timeout 150 "${args[@]:0:$i}" >/tmp/ferroce_loss_srv.log 2>&1 &
 	srv=$!
 	wait_port "$A" "$port"
-	ip netns exec "$B" timeout 300 "${args[@]:$((i + 1))}" >/tmp/ferroce_loss_cli.log 2>&1
+	ip netns exec "$B" timeout 150 "${args[@]:$((i + 1))}" >/tmp/ferroce_loss_cli.log 2>&1
 	cli=$?
 	wait "$srv" || rc=$?
 	r1=$(retransmits) e1=$(exceeded)
