@@ -23,7 +23,10 @@ side="FERROCE_LOG_CHECK=$FERROCE_ROOT/scripts/kernel-log-check.sh $tree/tools/te
 repeat=${INTEROP_REPEAT:-1}
 side="INTEROP_REPEAT=$repeat $side"
 [ -x "$tree/tools/testing/selftests/ferroce/ferroce_xfer" ] || die "ferroce_xfer is not built"
-work=$(mktemp -d)
+# Not under /tmp: a guest whose writable folder is there gets a fresh /tmp, which would hide a
+# checkout under /tmp (and its kernel-log-check.sh) from it.
+mkdir -p "$FERROCE_CACHE/runs"
+work=$(mktemp -d -p "$FERROCE_CACHE/runs" interop-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # Two UDP ports on loopback, one per guest's end of the wire.
