@@ -72,22 +72,13 @@ def main():
     total = collections.Counter()
     for t in tally.values():
         total.update(t)
-    if failures:
-        print("failed:")
-        for f in failures:
-            print(f"  {f}")
-    if allowed_skips:
-        print("skipped, as expected:")
-        for s in allowed_skips:
-            print(f"  {s}")
-    if bad_skips:
-        print("skipped, not allowed (a skip is not a pass):")
-        for s in bad_skips:
-            print(f"  {s}")
-    if problems:
-        print("suites that did not run as expected:")
-        for p in problems:
-            print(f"  {p}")
+    for title, lines in (("failed", failures), ("skipped, as expected", allowed_skips),
+                         ("skipped, not allowed (a skip is not a pass)", bad_skips),
+                         ("suites that did not run as expected", problems)):
+        if lines:
+            print(f"{title}:")
+            for line in lines:
+                print(f"  {line}")
     ok = not failures and not bad_skips and not problems and total["pass"] > 0
     # A skip that is not allowed counts as a failure, not as a skip.
     print(f"{total['pass']} passed, {total['fail'] + len(bad_skips) + len(problems)} failed, "
