@@ -58,9 +58,12 @@ run_kselftest() {
 	name=$(basename "$3")
 	out=$(mktemp)
 	echo "# $1: $name"
-	(cd "$(dirname "$3")" && timeout -k 10 "$2" "./$name") >"$out" 2>&1
-	rc=$?
-	sed 's/^/#   /' "$out"
+	local t0=$SECONDS
+	# The log shows each line's second since the script started; the parser reads it bare.
+	(cd "$(dirname "$3")" && timeout -k 10 "$2" "./$name") 2>&1 | tee "$out" |
+		while IFS= read -r l; do printf '#%5d  %s\n' $((SECONDS - t0)) "$l"; done
+	rc=${PIPESTATUS[0]}
+	times+=("$(printf '%6d s  %s %s' $((SECONDS - t0)) "$1" "$name")")
 	python3 "$here/ktap_results.py" "$1" "$name" "$rc" <"$out" | while read -r line; do
 		[ -n "$line" ] && record ${line%% *} "$(echo "$line" | cut -d' ' -f2)" "$(echo "$line" | cut -d' ' -f3-)"
 	done
@@ -68,6 +71,7 @@ run_kselftest() {
 	unload_after "$1" "$name"
 }
 
+times=()
 # The kernel log from boot on is checked at the end: nothing is cleared.
 echo "# guest kernel $(uname -r), $(nproc) CPUs"
 # The root file system is 9p: the first exec of a tool reads it and its libraries slowly, which
@@ -98,5 +102,7 @@ for t in "$selftests"/rdma/rxe_*.sh; do
 done
 rm -f /run/modprobe.d/ferroce-c-rxe.conf
 
-"$here/kernel-log-check.sh" main | tee -a "$results"
+bash "$here/kernel-log-check.sh" main | tee -a "$results"
+echo "# guest script times:"
+printf '#%s\n' "${times[@]}"
 exit 0

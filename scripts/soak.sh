@@ -27,7 +27,7 @@ step "loss and data loops in one guest"
 cmd="cd $st && export FERROCE_STRICT=1 LOSS_RUNS=${LOSS_RUNS:-20};"
 cmd+=" (./ferroce_loss.sh; echo \"exit \$?\") 2>&1 | tee $run_dir/loss.log;"
 cmd+=" for i in \$(seq ${SOAK_DATA_RUNS:-3}); do (./ferroce_data.sh; echo \"exit \$?\") > $run_dir/data-\$i.log 2>&1; done;"
-cmd+=" $FERROCE_ROOT/scripts/kernel-log-check.sh soak > $run_dir/kernel-log 2>&1"
+cmd+=" bash $FERROCE_ROOT/scripts/kernel-log-check.sh soak > $run_dir/kernel-log 2>&1"
 GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-14400} "$FERROCE_ROOT/scripts/guest.sh" "$cmd" || true
 python3 "$FERROCE_ROOT/scripts/ktap_results.py" soak ferroce_loss.sh "$(sed -n 's/^exit //p' "$run_dir/loss.log" | tail -1)" \
 	<"$run_dir/loss.log" >>"$results"

@@ -154,8 +154,8 @@ if rmmod rdma_rxe; then
 else
 	echo "result: fail kernel-log interop-$driver/unload (rdma_rxe stayed loaded)"
 fi
-if [ -x "${FERROCE_LOG_CHECK:-}" ]; then
-	"$FERROCE_LOG_CHECK" "interop-$driver" | sed 's/^/result: /'
+if [ -f "${FERROCE_LOG_CHECK:-}" ]; then
+	bash "$FERROCE_LOG_CHECK" "interop-$driver" | sed 's/^/result: /'
 else
 	echo "result: fail kernel-log interop-$driver/log (no kernel-log-check.sh)"
 fi
