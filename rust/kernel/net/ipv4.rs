@@ -45,8 +45,7 @@ impl Route {
         // SAFETY: We own `skb` (it is `&mut`); the route is alive (type invariant) and the skb
         // gets its own reference to it, dropped with the skb.
         unsafe {
-            (*raw).__bindgen_anon_4.headers.as_mut().protocol =
-                (bindings::ETH_P_IP as u16).to_be();
+            (*raw).__bindgen_anon_4.headers.as_mut().protocol = (bindings::ETH_P_IP as u16).to_be();
             bindings::dst_hold(&raw mut (*self.rt).dst);
             bindings::skb_dst_drop(raw);
             bindings::skb_dst_set(raw, &raw mut (*self.rt).dst);

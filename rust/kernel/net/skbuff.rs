@@ -61,9 +61,7 @@ impl SkBuff {
         };
         let total = u32::try_from(headroom + len).map_err(|_| EMSGSIZE)?;
         // SAFETY: Plain allocation; NULL on failure.
-        let skb = unsafe {
-            bindings::__alloc_skb(total, gfp.as_raw(), 0, bindings::NUMA_NO_NODE)
-        };
+        let skb = unsafe { bindings::__alloc_skb(total, gfp.as_raw(), 0, bindings::NUMA_NO_NODE) };
         // INVARIANT: A fresh skb is ours alone; on an early return `drop` frees it.
         let this = Self(NonNull::new(skb).ok_or(ENOMEM)?);
         // SAFETY: We own the skb, which has `total` bytes of room.
@@ -219,9 +217,7 @@ impl SkBuff {
             match u32::from(proto) {
                 bindings::ETH_P_IP => bindings::ip_local_out(net, core::ptr::null_mut(), skb),
                 #[cfg(CONFIG_IPV6)]
-                bindings::ETH_P_IPV6 => {
-                    bindings::ip6_local_out(net, core::ptr::null_mut(), skb)
-                }
+                bindings::ETH_P_IPV6 => bindings::ip6_local_out(net, core::ptr::null_mut(), skb),
                 _ => {
                     bindings::kfree_skb(skb);
                     return Err(EINVAL);

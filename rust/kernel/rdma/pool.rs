@@ -106,7 +106,12 @@ impl<T: Send + Sync> Pool<T> {
         let ptr = Arc::into_raw(value);
         // SAFETY: `xa` is initialised; on success the entry owns the reference.
         let ret = unsafe {
-            bindings::xa_insert(self.xa.get(), index as usize, ptr.cast_mut().cast(), gfp.as_raw())
+            bindings::xa_insert(
+                self.xa.get(),
+                index as usize,
+                ptr.cast_mut().cast(),
+                gfp.as_raw(),
+            )
         };
         if ret < 0 {
             // SAFETY: Not stored: the reference is still ours.

@@ -100,7 +100,9 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     if !left.is_negative() && !left.is_zero() {
         // Progress moved the deadline on: wait the rest.
         let rnr = inner.req.rnr_wait;
-        let us = u64::try_from(left.as_micros_ceil()).unwrap_or(u64::MAX).max(1);
+        let us = u64::try_from(left.as_micros_ceil())
+            .unwrap_or(u64::MAX)
+            .max(1);
         arm(shared, inner, us);
         inner.req.rnr_wait = rnr;
         return;
@@ -326,8 +328,13 @@ fn on_read_response(
     let w = sent.wqe();
     let num = (w.num_sge() as usize).min((shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
     let mrs = &qp.device().data().mrs;
-    if let Err(status) = sge::scatter(mrs, shared.pd, (0..num).map(|i| w.sge(i)), off, &pkt.payload)
-    {
+    if let Err(status) = sge::scatter(
+        mrs,
+        shared.pd,
+        (0..num).map(|i| w.sge(i)),
+        off,
+        &pkt.payload,
+    ) {
         sent.entry.fail(status);
         req.stopped = true;
         return Ok(false);

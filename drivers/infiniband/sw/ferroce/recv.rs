@@ -11,14 +11,14 @@
 use crate::{
     counters::{Counter, Counters},
     device::Ferroce,
+    proto::bth::Bth,
     proto::{
         icrc::{Icrc, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
         opcode::{OpInfo, OpKind},
-        psn::Psn,
         packet::{self, DropReason, ExtHeaders, Headers, MAX_HDR_LEN},
+        psn::Psn,
     },
     qp::QpShared,
-    proto::bth::Bth,
 };
 use kernel::{
     net::{skbuff::SkBuff, udp_tunnel::EncapRecv},
@@ -99,7 +99,8 @@ impl RxHeaders {
         let skb_len = skb.len() as usize;
         // The UDP length is what was sent; anything after it (link padding) is not the packet.
         let mut udp = [0u8; UDP_HDR_LEN];
-        skb.copy_bits(0, &mut udp).map_err(|_| DropReason::Truncated)?;
+        skb.copy_bits(0, &mut udp)
+            .map_err(|_| DropReason::Truncated)?;
         let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
         if udp_len < UDP_HDR_LEN || udp_len > skb_len {
             return Err(DropReason::Truncated);
@@ -129,8 +130,7 @@ impl RxHeaders {
     /// Whether this is a duplicate RDMA READ request for a QP whose responder expects
     /// `inner`'s PSN: one that asks again for responses, and answers nothing new.
     pub(crate) fn rewinds_read(&self, inner: &crate::qp::QpInner) -> bool {
-        self.info.kind == OpKind::ReadRequest
-            && self.bth.psn.before(Psn::new(inner.attr.rq_psn))
+        self.info.kind == OpKind::ReadRequest && self.bth.psn.before(Psn::new(inner.attr.rq_psn))
     }
 
     /// The IP header as received.

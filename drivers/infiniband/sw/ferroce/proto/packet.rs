@@ -227,7 +227,9 @@ pub(crate) fn parse(udp_payload: &[u8]) -> Result<Packet<'_>, DropReason> {
 /// up: headers, payload, pad and ICRC.
 pub(crate) fn parse_headers(head: &[u8], len: usize) -> Result<Headers, DropReason> {
     let body_len = len.checked_sub(ICRC_LEN).ok_or(DropReason::Truncated)?;
-    let head = head.get(..head.len().min(body_len)).ok_or(DropReason::Truncated)?;
+    let head = head
+        .get(..head.len().min(body_len))
+        .ok_or(DropReason::Truncated)?;
     let bth = Bth::parse(head).map_err(|e| match e {
         BthError::Truncated => DropReason::Truncated,
         BthError::BadVersion => DropReason::BadHeader,
@@ -548,19 +550,31 @@ mod tests {
 
     #[test]
     fn headers_from_a_prefix_match_the_whole_parse() {
-        for (op, len) in [(0x04u8, 100usize), (0x0a, 1024), (0x0c, 0), (0x11, 0), (0x64, 9)] {
+        for (op, len) in [
+            (0x04u8, 100usize),
+            (0x0a, 1024),
+            (0x0c, 0),
+            (0x11, 0),
+            (0x64, 9),
+        ] {
             let pkt = build(op, &payload(len));
             let whole = parse(&pkt).unwrap();
             for cut in [MAX_HDR_LEN, pkt.len()] {
                 let h = parse_headers(&pkt[..cut.min(pkt.len())], pkt.len()).unwrap();
-                assert_eq!((h.bth, h.ext, h.hdr_len), (whole.bth, whole.ext, whole.hdr_len));
+                assert_eq!(
+                    (h.bth, h.ext, h.hdr_len),
+                    (whole.bth, whole.ext, whole.hdr_len)
+                );
                 assert_eq!(h.payload_len, whole.payload.len());
                 assert_eq!(h.icrc_offset() + 4, pkt.len());
             }
         }
         // A prefix shorter than the headers is truncated, whatever the length claims.
         let pkt = build(0x0a, &payload(64));
-        assert_eq!(parse_headers(&pkt[..20], pkt.len()), Err(DropReason::Truncated));
+        assert_eq!(
+            parse_headers(&pkt[..20], pkt.len()),
+            Err(DropReason::Truncated)
+        );
     }
 
     #[test]

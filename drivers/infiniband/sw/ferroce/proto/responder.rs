@@ -63,7 +63,11 @@ mod tests {
         ];
         for (under, write, pos, fits) in table {
             let len = if pos.ends() { 100 } else { 1024 };
-            assert_eq!(request_fits(under, write, pos, len, 1024), fits, "{under:?} {write} {pos:?}");
+            assert_eq!(
+                request_fits(under, write, pos, len, 1024),
+                fits,
+                "{under:?} {write} {pos:?}"
+            );
         }
     }
 

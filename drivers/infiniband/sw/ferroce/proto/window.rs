@@ -176,7 +176,10 @@ impl Entry {
         match self.kind {
             Kind::Read => self.want_missing(),
             Kind::Send | Kind::Write => {
-                let n = psn.diff(self.first).saturating_add(1).clamp(0, self.npkts as i32);
+                let n = psn
+                    .diff(self.first)
+                    .saturating_add(1)
+                    .clamp(0, self.npkts as i32);
                 // CAST: Clamped to `0..=npkts`.
                 self.done = self.done.max(n as u32);
             }
@@ -355,11 +358,7 @@ impl Window {
     }
 
     /// A read response with `psn` (already placed [`Place::Current`]).
-    pub(crate) fn read_response(
-        &mut self,
-        entries: &mut [impl Started],
-        psn: Psn,
-    ) -> ReadOutcome {
+    pub(crate) fn read_response(&mut self, entries: &mut [impl Started], psn: Psn) -> ReadOutcome {
         let Some(idx) = entries
             .iter()
             .map(Started::entry)
@@ -560,7 +559,10 @@ mod tests {
     fn read_responses_land_in_order() {
         let (mut w, mut e) = sent(10, &[(Kind::Read, 3)]);
         for i in 0..3 {
-            assert_eq!(w.read_response(&mut e, psn(10 + i)), ReadOutcome::Next { idx: 0, index: i });
+            assert_eq!(
+                w.read_response(&mut e, psn(10 + i)),
+                ReadOutcome::Next { idx: 0, index: i }
+            );
             w.read_landed(&mut e, 0, i);
         }
         assert!(e[0].finished());
@@ -572,7 +574,10 @@ mod tests {
     /// Feeds responses `from..to` of the READ at `idx` that do not land (they lie past a gap).
     fn past_gap(w: &mut Window, e: &mut [Entry], from: u32, to: u32) {
         for p in from..to {
-            assert!(matches!(w.read_response(e, psn(p)), ReadOutcome::Gap { .. }));
+            assert!(matches!(
+                w.read_response(e, psn(p)),
+                ReadOutcome::Gap { .. }
+            ));
         }
     }
 
@@ -580,7 +585,10 @@ mod tests {
     fn a_read_gap_asks_once_after_the_reorder_slack() {
         let n = REORDER_SLACK + 40;
         let (mut w, mut e) = sent(0, &[(Kind::Read, n)]);
-        assert_eq!(w.read_response(&mut e, psn(0)), ReadOutcome::Next { idx: 0, index: 0 });
+        assert_eq!(
+            w.read_response(&mut e, psn(0)),
+            ReadOutcome::Next { idx: 0, index: 0 }
+        );
         w.read_landed(&mut e, 0, 0);
         // Response 1 is late: a few after it are reordering, not loss.
         past_gap(&mut w, &mut e, 2, 1 + REORDER_SLACK);
@@ -602,7 +610,10 @@ mod tests {
     fn a_late_read_response_lands_without_asking() {
         let (mut w, mut e) = sent(0, &[(Kind::Read, 8)]);
         past_gap(&mut w, &mut e, 1, 4);
-        assert_eq!(w.read_response(&mut e, psn(0)), ReadOutcome::Next { idx: 0, index: 0 });
+        assert_eq!(
+            w.read_response(&mut e, psn(0)),
+            ReadOutcome::Next { idx: 0, index: 0 }
+        );
         w.read_landed(&mut e, 0, 0);
         assert_eq!(e[0].take_ask(), None);
     }
@@ -615,13 +626,19 @@ mod tests {
         }
         // READ 2's responses overtake READ 1's last two; past the slack, READ 1 asks.
         for i in 0..REORDER_SLACK {
-            assert_eq!(w.read_response(&mut e, psn(4 + i)), ReadOutcome::Next { idx: 1, index: i });
+            assert_eq!(
+                w.read_response(&mut e, psn(4 + i)),
+                ReadOutcome::Next { idx: 1, index: i }
+            );
             w.read_landed(&mut e, 1, i);
         }
         assert_eq!(e[0].take_ask(), Some(2));
         assert_eq!(e[1].take_ask(), None);
         // The late tail still lands.
-        assert_eq!(w.read_response(&mut e, psn(2)), ReadOutcome::Next { idx: 0, index: 2 });
+        assert_eq!(
+            w.read_response(&mut e, psn(2)),
+            ReadOutcome::Next { idx: 0, index: 2 }
+        );
     }
 
     #[test]
@@ -636,7 +653,10 @@ mod tests {
     #[test]
     fn read_responses_answer_the_sends_before_them() {
         let (mut w, mut e) = sent(0, &[(Kind::Send, 2), (Kind::Read, 1)]);
-        assert_eq!(w.read_response(&mut e, psn(2)), ReadOutcome::Next { idx: 1, index: 0 });
+        assert_eq!(
+            w.read_response(&mut e, psn(2)),
+            ReadOutcome::Next { idx: 1, index: 0 }
+        );
         assert!(e[0].finished());
     }
 
@@ -655,7 +675,10 @@ mod tests {
         let (mut w, mut e) = sent(0, &[(Kind::Read, 4), (Kind::Read, 4)]);
         w.read_landed(&mut e, 0, 0);
         for p in 4..6 {
-            assert!(matches!(w.read_response(&mut e, psn(p)), ReadOutcome::Next { .. }));
+            assert!(matches!(
+                w.read_response(&mut e, psn(p)),
+                ReadOutcome::Next { .. }
+            ));
             w.read_landed(&mut e, 1, p - 4);
         }
         w.rewind(&mut e);
@@ -728,7 +751,8 @@ mod tests {
             for _ in 0..20_000 {
                 match rng(&mut seed) % 8 {
                     0 if e.len() < 16 => {
-                        let kind = [Kind::Send, Kind::Write, Kind::Read][rng(&mut seed) as usize % 3];
+                        let kind =
+                            [Kind::Send, Kind::Write, Kind::Read][rng(&mut seed) as usize % 3];
                         let n = 1 + (rng(&mut seed) % 20) as u32;
                         e.push(Entry::new(kind, w.assign(n), n));
                     }
@@ -748,7 +772,10 @@ mod tests {
                     }
                     2 | 3 => {
                         // Any PSN near the window, answered by any kind of response.
-                        let p = w.una().add((rng(&mut seed) % 64) as u32).add(Psn::MASK - 31);
+                        let p = w
+                            .una()
+                            .add((rng(&mut seed) % 64) as u32)
+                            .add(Psn::MASK - 31);
                         match rng(&mut seed) % 4 {
                             0 if w.place_ack(p) == Place::Current => w.ack(&mut e, p),
                             1 if w.place(p) == Place::Current => w.nak(&mut e, p),
@@ -768,7 +795,12 @@ mod tests {
                         }
                     }
                 }
-                assert!(w.una().diff(w.nxt()) <= 0, "una {:?} nxt {:?}", w.una(), w.nxt());
+                assert!(
+                    w.una().diff(w.nxt()) <= 0,
+                    "una {:?} nxt {:?}",
+                    w.una(),
+                    w.nxt()
+                );
                 assert!(w.nxt().diff(w.end()) <= 0);
                 assert!(w.una().diff(w.sent_end) <= 0);
                 assert!(w.sent_end.diff(w.end()) <= 0);
