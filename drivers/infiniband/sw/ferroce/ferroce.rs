@@ -12,6 +12,7 @@ use kernel::{
     rdma::{device::DriverDevices, link::LinkRegistration},
 };
 
+mod abi;
 mod ah;
 mod counters;
 mod cq;

@@ -8,7 +8,7 @@ use crate::{
     ah::AhState,
     cq::FerroceCq,
     device::Ferroce,
-    proto::wqe::{Completion, WcOpcode, WcStatus},
+    proto::wqe::{Completion, WcOpcode, WcStatus, WrOpcode, SEND_SIGNALED, SEND_SOLICITED},
     qp::{QpInner, QpShared},
     send::{self, Datagram},
 };
@@ -21,13 +21,6 @@ use kernel::{
     },
     sync::{Arc, SpinLockIrq},
 };
-
-/// `IB_WR_SEND`, `IB_WR_SEND_WITH_IMM`: what a UD QP sends.
-const WR_SEND: u32 = 2;
-const WR_SEND_WITH_IMM: u32 = 3;
-/// `IB_SEND_SIGNALED`, `IB_SEND_SOLICITED`.
-const SEND_SIGNALED: u32 = 2;
-const SEND_SOLICITED: u32 = 4;
 
 /// A posted send, its data already copied out of the consumer's buffers.
 pub(crate) struct KernelSend {
@@ -60,10 +53,11 @@ impl KernelQueues {
 
     /// Queues a send; the QP's work transmits it. Does not sleep.
     pub(crate) fn post_send(&self, wr: &SendWr<'_, Ferroce>) -> Result {
-        let imm = match wr.opcode {
-            WR_SEND => None,
+        // What a UD QP sends.
+        let imm = match WrOpcode::from_raw(wr.opcode) {
+            Some(WrOpcode::Send) => None,
             // The WR holds the wire bytes in memory order.
-            WR_SEND_WITH_IMM => Some(u32::from_be_bytes(wr.imm.to_ne_bytes())),
+            Some(WrOpcode::SendWithImm) => Some(u32::from_be_bytes(wr.imm.to_ne_bytes())),
             _ => return Err(EINVAL),
         };
         let ud = wr.ud.as_ref().ok_or(EINVAL)?;

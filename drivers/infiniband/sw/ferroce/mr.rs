@@ -18,13 +18,10 @@ use kernel::{
     sync::Arc,
 };
 
-use crate::device::Ferroce;
+use crate::{device::Ferroce, proto::wqe::access};
 
 /// The key of kernel PDs' DMA region: index 0, which no registration gets.
 const DMA_LKEY: u32 = 0;
-
-/// `IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC`.
-const REMOTE_ACCESS: u32 = 0x2 | 0x4 | 0x8;
 
 /// A region as the data path holds it while it copies: looked up, used and dropped within one
 /// hold of a QP's lock (softirqs off, an RCU read-side section), never kept across packets.
@@ -133,7 +130,7 @@ impl FerroceMr {
             GFP_KERNEL,
         )?;
         let key = table.insert(state)?;
-        let rkey = if req.access & REMOTE_ACCESS != 0 {
+        let rkey = if req.access & access::REMOTE != 0 {
             key
         } else {
             0
@@ -150,7 +147,7 @@ impl FerroceMr {
         pd: &Pd<Ferroce>,
         access: u32,
     ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
-        if access & REMOTE_ACCESS != 0 {
+        if access & access::REMOTE != 0 {
             return Err(EOPNOTSUPP);
         }
         let table = pd.device().data().mrs.clone();

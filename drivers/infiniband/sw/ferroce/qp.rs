@@ -15,7 +15,10 @@ use crate::{
         build::Path,
         opcode::{OpKind, Transport},
         packet::DropReason,
-        wqe::{self, Completion, SendWqe, WcOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE},
+        wqe::{
+            self, Completion, SendWqe, WcOpcode, WrOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER,
+            SGE_SIZE,
+        },
     },
     queue::{mminfo, Ring, MMINFO_SIZE},
     rc, rc_comp, rc_read, rc_resp,
@@ -270,7 +273,8 @@ impl WorkItem for QpShared {
                             }
                             Ok(hdr) => this.take(qp, &mut inner, &skb, &hdr, counters),
                         };
-                        this.rx_bytes.fetch_sub(skb.len() as usize, Ordering::Relaxed);
+                        this.rx_bytes
+                            .fetch_sub(skb.len() as usize, Ordering::Relaxed);
                         (skb, res)
                     };
                     this.flush_tx(counters);
@@ -557,7 +561,7 @@ impl QpShared {
             mem.read(at, &mut b)?;
             let w = SendWqe::new(&b);
             // A WQE with an opcode user space made up still completes, as a send.
-            let opcode = WcOpcode::for_send_wr(w.opcode()).unwrap_or(WcOpcode::Send);
+            let opcode = w.opcode().map_or(WcOpcode::Send, WrOpcode::completion);
             Ok(Completion::flushed(w.wr_id(), opcode, qpn))
         })
     }
@@ -757,10 +761,7 @@ impl FerroceQp {
         let fixed = (init.qp_type == QpType::Gsi).then_some(GSI_QPN);
         // Another QP1 on this device (QP1 exists once) is EBUSY.
         let qpn = table.insert(fixed, shared.clone())?;
-        Ok((
-            QpCreated { qpn, caps },
-            Ok(Self { shared, table, qpn }),
-        ))
+        Ok((QpCreated { qpn, caps }, Ok(Self { shared, table, qpn })))
     }
 
     pub(crate) fn modify(qp: &Qp<Ferroce>, new: &QpAttr, mask: AttrMask) -> Result {

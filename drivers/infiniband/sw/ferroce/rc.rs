@@ -19,7 +19,8 @@ use crate::{
         psn::Psn,
         window::{Entry, Kind, Started, Window},
         wqe::{
-            SendWqe, WcOpcode, WcStatus, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
+            SendWqe, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER,
+            SGE_SIZE,
         },
     },
     qp::{QpInner, QpShared, TX_BUDGET},
@@ -32,13 +33,6 @@ use kernel::{
     sync::Arc,
     time::{Instant, Monotonic},
 };
-
-/// `IB_UVERBS_WR_*` opcodes an RC QP takes (UC: all but READ).
-const WR_RDMA_WRITE: u32 = 0;
-const WR_RDMA_WRITE_WITH_IMM: u32 = 1;
-const WR_SEND: u32 = 2;
-const WR_SEND_WITH_IMM: u32 = 3;
-const WR_RDMA_READ: u32 = 4;
 
 /// Largest RC message (`max_msg_sz`).
 const MAX_MSG: u32 = 1 << 31;
@@ -186,12 +180,13 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
 /// take.
 fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
-    Some(match w.opcode() {
-        WR_SEND => (Kind::Send, None),
-        WR_SEND_WITH_IMM => (Kind::Send, Some(w.imm())),
-        WR_RDMA_WRITE => (Kind::Write, None),
-        WR_RDMA_WRITE_WITH_IMM => (Kind::Write, Some(w.imm())),
-        WR_RDMA_READ if !uc => (Kind::Read, None),
+    // What an RC QP takes; UC: all but READ.
+    Some(match w.opcode()? {
+        WrOpcode::Send => (Kind::Send, None),
+        WrOpcode::SendWithImm => (Kind::Send, Some(w.imm())),
+        WrOpcode::RdmaWrite => (Kind::Write, None),
+        WrOpcode::RdmaWriteWithImm => (Kind::Write, Some(w.imm())),
+        WrOpcode::RdmaRead if !uc => (Kind::Read, None),
         _ => return None,
     })
 }

@@ -16,6 +16,7 @@ use crate::{
         opcode::Opcode,
         packet::{Aeth, BuildError, ExtHeaders},
         psn::Psn,
+        wqe::access,
     },
     qp::{QpInner, QpShared},
     rc::{self, path_mtu},
@@ -26,8 +27,6 @@ use crate::{
 };
 use kernel::{prelude::*, rdma::qp::Qp};
 
-/// `IB_ACCESS_REMOTE_READ` on the QP.
-const QP_REMOTE_READ: u32 = 4;
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
 
@@ -83,7 +82,7 @@ pub(crate) fn start(
     pkt: &Packet<'_>,
 ) -> Result<u32, Refusal> {
     let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-    if inner.attr.access_flags & QP_REMOTE_READ == 0 {
+    if inner.attr.access_flags & access::REMOTE_READ == 0 {
         return Err(Refusal::Access);
     }
     // IBA C9-94: no message is longer than the port's largest.
@@ -105,7 +104,7 @@ pub(crate) fn start(
             reth.rkey,
             reth.va,
             reth.dma_len,
-            sge::ACCESS_REMOTE_READ,
+            access::REMOTE_READ,
         )
         .ok_or(Refusal::Access)?;
     }
@@ -213,7 +212,7 @@ fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource)
         // CAST: `dst` is at most one MTU.
         let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, va, n, sge::ACCESS_REMOTE_READ)
+        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, va, n, access::REMOTE_READ)
             .ok_or(BuildError::Payload)?;
         mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };

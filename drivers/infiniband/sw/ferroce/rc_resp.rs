@@ -19,7 +19,9 @@ use crate::{
         packet::{Aeth, ExtHeaders},
         psn::Psn,
         responder::{request_fits, UnderWay},
-        wqe::{Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM},
+        wqe::{
+            access, Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM,
+        },
     },
     qp::{QpInner, QpShared},
     rc::{self, path_mtu},
@@ -74,9 +76,6 @@ impl Refusal {
         }
     }
 }
-
-/// `IB_ACCESS_REMOTE_WRITE` on the QP.
-const QP_REMOTE_WRITE: u32 = 2;
 
 /// A SEND under way: its receive WQE and how much has landed.
 struct Receiving {
@@ -461,7 +460,7 @@ fn write(
     };
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-        if inner.attr.access_flags & QP_REMOTE_WRITE == 0 {
+        if inner.attr.access_flags & access::REMOTE_WRITE == 0 {
             return Err(Refusal::Access);
         }
         inner.resp.write = None;
@@ -474,7 +473,7 @@ fn write(
                 reth.rkey,
                 reth.va,
                 reth.dma_len,
-                sge::ACCESS_REMOTE_WRITE,
+                access::REMOTE_WRITE,
             )
             .ok_or(Refusal::Access)?;
             inner.resp.write = Some(Writing {
@@ -497,7 +496,7 @@ fn write(
                 return Err(Refusal::Invalid);
             }
             let mrs = &qp.device().data().mrs;
-            let access = sge::ACCESS_REMOTE_WRITE;
+            let access = access::REMOTE_WRITE;
             let Some((mr, at)) = sge::remote(mrs, shared.pd, w.rkey, w.va, n, access) else {
                 // Deregistered since the message started: not one more byte.
                 inner.resp.write = None;

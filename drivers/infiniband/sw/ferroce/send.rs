@@ -16,8 +16,8 @@ use crate::{
         packet::{Deth, ExtHeaders},
         psn::Psn,
         wqe::{
-            Completion, SendWqe, WcOpcode, WcStatus, NETWORK_IPV4, NETWORK_IPV6, SEND_INLINE,
-            SEND_SIGNALED, SEND_SOLICITED, SGE_SIZE,
+            Completion, SendWqe, WcOpcode, WcStatus, WrOpcode, NETWORK_IPV4, NETWORK_IPV6,
+            SEND_INLINE, SEND_SIGNALED, SEND_SOLICITED, SGE_SIZE,
         },
     },
     qp::QpShared,
@@ -75,10 +75,10 @@ fn prepare(
     wqe: &SendWqe<'_>,
 ) -> Result<(UdWork, KVec<u8>), WcStatus> {
     let flags = wqe.send_flags();
+    // All a UD QP can do.
     let imm = match wqe.opcode() {
-        // IB_WR_SEND, IB_WR_SEND_WITH_IMM: all a UD QP can do.
-        2 => None,
-        3 => Some(wqe.imm()),
+        Some(WrOpcode::Send) => None,
+        Some(WrOpcode::SendWithImm) => Some(wqe.imm()),
         _ => return Err(WcStatus::LocQpOpErr),
     };
     let av = path_of(qp, ud, wqe)?;

@@ -5,17 +5,14 @@
 
 use crate::{
     mr::{MrRef, MrTable},
-    proto::wqe::{Sge, WcStatus},
+    proto::wqe::{access, Sge, WcStatus},
     recv::Payload,
 };
-
-/// `IB_ACCESS_LOCAL_WRITE`.
-const ACCESS_LOCAL_WRITE: u32 = 1;
 
 /// Where an SGE's bytes start in its region, checked against the region's key and PD.
 fn locate(mrs: &MrTable, pd: usize, sge: &Sge, write: bool) -> Result<(MrRef, usize), WcStatus> {
     let mr = mrs.get(sge.lkey).ok_or(WcStatus::LocProtErr)?;
-    if mr.pd != pd || (write && mr.access & ACCESS_LOCAL_WRITE == 0) {
+    if mr.pd != pd || (write && mr.access & access::LOCAL_WRITE == 0) {
         return Err(WcStatus::LocProtErr);
     }
     let start = sge.addr.checked_sub(mr.iova).ok_or(WcStatus::LocProtErr)?;
@@ -158,11 +155,6 @@ pub(crate) fn scatter(
         WcStatus::LocLenErr,
     )
 }
-
-/// `IB_ACCESS_REMOTE_WRITE`.
-pub(crate) const ACCESS_REMOTE_WRITE: u32 = 2;
-/// `IB_ACCESS_REMOTE_READ`.
-pub(crate) const ACCESS_REMOTE_READ: u32 = 4;
 
 /// The region and offset a peer's `rkey`/`va`/`len` names, if the key, PD, `access` and the
 /// whole range check out.

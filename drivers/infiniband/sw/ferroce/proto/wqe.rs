@@ -9,6 +9,19 @@
 /// Size of `struct ib_uverbs_wc`.
 pub(crate) const UVERBS_WC_SIZE: usize = 48;
 
+/// Offsets in `struct ib_uverbs_wc`.
+pub(crate) mod wc_off {
+    pub(crate) const WR_ID: usize = 0;
+    pub(crate) const STATUS: usize = 8;
+    pub(crate) const OPCODE: usize = 12;
+    pub(crate) const BYTE_LEN: usize = 20;
+    pub(crate) const IMM_DATA: usize = 24;
+    pub(crate) const QP_NUM: usize = 28;
+    pub(crate) const SRC_QP: usize = 32;
+    pub(crate) const WC_FLAGS: usize = 36;
+    pub(crate) const PORT_NUM: usize = 46;
+}
+
 /// Completion status (`enum ib_wc_status`), the ones ferroce reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -54,23 +67,84 @@ pub(crate) enum WcOpcode {
     RecvRdmaWithImm = (1 << 7) + 1,
 }
 
-impl WcOpcode {
-    /// The completion opcode of a send WR opcode (`IB_UVERBS_WR_*`); `None` if unknown.
-    pub(crate) const fn for_send_wr(wr_opcode: u32) -> Option<Self> {
-        Some(match wr_opcode {
-            0 | 1 => Self::RdmaWrite,
-            2 | 3 | 9 => Self::Send,
-            4 | 11 => Self::RdmaRead,
-            5 | 12 => Self::CompSwap,
-            6 | 13 => Self::FetchAdd,
-            7 => Self::LocalInv,
-            8 => Self::BindMw,
-            10 => Self::Tso,
-            14 => Self::Flush,
-            15 => Self::AtomicWrite,
-            _ => return None,
-        })
+/// Work request opcodes (`enum ib_uverbs_wr_opcode`; the kernel's `IB_WR_*` have the same
+/// values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum WrOpcode {
+    RdmaWrite = 0,
+    RdmaWriteWithImm = 1,
+    Send = 2,
+    SendWithImm = 3,
+    RdmaRead = 4,
+    AtomicCmpAndSwp = 5,
+    AtomicFetchAndAdd = 6,
+    LocalInv = 7,
+    BindMw = 8,
+    SendWithInv = 9,
+    Tso = 10,
+    RdmaReadWithInv = 11,
+    MaskedAtomicCmpAndSwp = 12,
+    MaskedAtomicFetchAndAdd = 13,
+    Flush = 14,
+    AtomicWrite = 15,
+}
+
+impl WrOpcode {
+    /// Every opcode, in value order.
+    pub(crate) const ALL: [Self; 16] = [
+        Self::RdmaWrite,
+        Self::RdmaWriteWithImm,
+        Self::Send,
+        Self::SendWithImm,
+        Self::RdmaRead,
+        Self::AtomicCmpAndSwp,
+        Self::AtomicFetchAndAdd,
+        Self::LocalInv,
+        Self::BindMw,
+        Self::SendWithInv,
+        Self::Tso,
+        Self::RdmaReadWithInv,
+        Self::MaskedAtomicCmpAndSwp,
+        Self::MaskedAtomicFetchAndAdd,
+        Self::Flush,
+        Self::AtomicWrite,
+    ];
+
+    /// The opcode a WQE or WR names; `None` for a value no verb has.
+    pub(crate) const fn from_raw(v: u32) -> Option<Self> {
+        if (v as usize) < Self::ALL.len() {
+            Some(Self::ALL[v as usize])
+        } else {
+            None
+        }
     }
+
+    /// The opcode its completion reports.
+    pub(crate) const fn completion(self) -> WcOpcode {
+        match self {
+            Self::RdmaWrite | Self::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+            Self::Send | Self::SendWithImm | Self::SendWithInv => WcOpcode::Send,
+            Self::RdmaRead | Self::RdmaReadWithInv => WcOpcode::RdmaRead,
+            Self::AtomicCmpAndSwp | Self::MaskedAtomicCmpAndSwp => WcOpcode::CompSwap,
+            Self::AtomicFetchAndAdd | Self::MaskedAtomicFetchAndAdd => WcOpcode::FetchAdd,
+            Self::LocalInv => WcOpcode::LocalInv,
+            Self::BindMw => WcOpcode::BindMw,
+            Self::Tso => WcOpcode::Tso,
+            Self::Flush => WcOpcode::Flush,
+            Self::AtomicWrite => WcOpcode::AtomicWrite,
+        }
+    }
+}
+
+/// `IB_ACCESS_*` / `IB_UVERBS_ACCESS_*` bits of a region or a QP.
+pub(crate) mod access {
+    pub(crate) const LOCAL_WRITE: u32 = 1 << 0;
+    pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
+    pub(crate) const REMOTE_READ: u32 = 1 << 2;
+    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
+    /// Any access a peer may have.
+    pub(crate) const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 }
 
 /// A completion, encoded as `struct ib_uverbs_wc` in host byte order.
@@ -126,15 +200,16 @@ impl Completion {
     /// The 48 bytes user space reads.
     pub(crate) fn encode(&self) -> [u8; UVERBS_WC_SIZE] {
         let mut b = [0u8; UVERBS_WC_SIZE];
-        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
-        b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
-        b[12..16].copy_from_slice(&(self.opcode as u32).to_ne_bytes());
-        b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
-        b[24..28].copy_from_slice(&self.imm_data.to_be_bytes());
-        b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
-        b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
-        b[36..40].copy_from_slice(&self.wc_flags.to_ne_bytes());
-        b[46] = self.port_num;
+        let mut put = |at: usize, v: [u8; 4]| b[at..at + 4].copy_from_slice(&v);
+        put(wc_off::STATUS, (self.status as u32).to_ne_bytes());
+        put(wc_off::OPCODE, (self.opcode as u32).to_ne_bytes());
+        put(wc_off::BYTE_LEN, self.byte_len.to_ne_bytes());
+        put(wc_off::IMM_DATA, self.imm_data.to_be_bytes());
+        put(wc_off::QP_NUM, self.qp_num.to_ne_bytes());
+        put(wc_off::SRC_QP, self.src_qp.to_ne_bytes());
+        put(wc_off::WC_FLAGS, self.wc_flags.to_ne_bytes());
+        b[wc_off::WR_ID..wc_off::WR_ID + 8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        b[wc_off::PORT_NUM] = self.port_num;
         b
     }
 }
@@ -147,26 +222,26 @@ pub(crate) const SEND_WQE_PREFIX: usize = 20;
 pub(crate) const SGE_SIZE: usize = 16;
 
 /// Offsets in `struct rxe_send_wqe` and its `struct rxe_av` (x86-64 layout).
-mod off {
-    pub(super) const OPCODE: usize = 12;
-    pub(super) const SEND_FLAGS: usize = 16;
-    pub(super) const IMM: usize = 20;
-    pub(super) const RDMA_REMOTE_ADDR: usize = 24;
-    pub(super) const RDMA_RKEY: usize = 32;
-    pub(super) const UD_REMOTE_QPN: usize = 24;
-    pub(super) const UD_REMOTE_QKEY: usize = 28;
-    pub(super) const UD_AH_NUM: usize = 36;
-    pub(super) const UD_AV: usize = 56;
-    pub(super) const AV_NETWORK_TYPE: usize = 1;
-    pub(super) const AV_FLOW_LABEL: usize = 8 + 16;
-    pub(super) const AV_HOP_LIMIT: usize = 8 + 21;
-    pub(super) const AV_TCLASS: usize = 8 + 22;
-    pub(super) const AV_SADDR4: usize = 32 + 4;
-    pub(super) const AV_DADDR4: usize = 60 + 4;
-    pub(super) const AV_SADDR6: usize = 32 + 8;
-    pub(super) const AV_DADDR6: usize = 60 + 8;
-    pub(super) const DMA_LENGTH: usize = 184;
-    pub(super) const DMA_NUM_SGE: usize = 196;
+pub(crate) mod off {
+    pub(crate) const OPCODE: usize = 12;
+    pub(crate) const SEND_FLAGS: usize = 16;
+    pub(crate) const IMM: usize = 20;
+    pub(crate) const RDMA_REMOTE_ADDR: usize = 24;
+    pub(crate) const RDMA_RKEY: usize = 32;
+    pub(crate) const UD_REMOTE_QPN: usize = 24;
+    pub(crate) const UD_REMOTE_QKEY: usize = 28;
+    pub(crate) const UD_AH_NUM: usize = 36;
+    pub(crate) const UD_AV: usize = 56;
+    pub(crate) const AV_NETWORK_TYPE: usize = 1;
+    pub(crate) const AV_FLOW_LABEL: usize = 8 + 16;
+    pub(crate) const AV_HOP_LIMIT: usize = 8 + 21;
+    pub(crate) const AV_TCLASS: usize = 8 + 22;
+    pub(crate) const AV_SADDR4: usize = 32 + 4;
+    pub(crate) const AV_DADDR4: usize = 60 + 4;
+    pub(crate) const AV_SADDR6: usize = 32 + 8;
+    pub(crate) const AV_DADDR6: usize = 60 + 8;
+    pub(crate) const DMA_LENGTH: usize = 184;
+    pub(crate) const DMA_NUM_SGE: usize = 196;
 }
 
 fn bytes<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
@@ -180,7 +255,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(bytes(b, at))
 }
 
-/// `IB_SEND_*` flags.
+/// `IB_SEND_*` flags (rdma-core's `IBV_SEND_*` have the same values).
 pub(crate) const SEND_SIGNALED: u32 = 2;
 pub(crate) const SEND_SOLICITED: u32 = 4;
 pub(crate) const SEND_INLINE: u32 = 8;
@@ -210,9 +285,9 @@ impl<'a> SendWqe<'a> {
         u64::from_ne_bytes(bytes(self.0, 0))
     }
 
-    /// `IB_UVERBS_WR_*`.
-    pub(crate) fn opcode(&self) -> u32 {
-        u32_at(self.0, off::OPCODE)
+    /// The WQE's opcode; `None` if its bytes name none.
+    pub(crate) fn opcode(&self) -> Option<WrOpcode> {
+        WrOpcode::from_raw(u32_at(self.0, off::OPCODE))
     }
 
     /// `IB_SEND_*`.
@@ -320,7 +395,7 @@ fn sge_at(wqe: &[u8], base: usize, i: usize) -> Option<Sge> {
 /// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
 pub(crate) const RECV_WQE_HEADER: usize = 40;
 /// Offset of `dma.num_sge` in a receive WQE.
-const RECV_NUM_SGE: usize = 28;
+pub(crate) const RECV_NUM_SGE: usize = 28;
 
 /// A receive WQE, read from a private copy of its slot; as for [`SendWqe`], any bytes decode.
 pub(crate) struct RecvWqe<'a>(&'a [u8]);
@@ -405,7 +480,10 @@ mod tests {
         b[232..236].copy_from_slice(&100u32.to_ne_bytes());
         b[236..240].copy_from_slice(&0x105u32.to_ne_bytes());
         let w = SendWqe::new(&b);
-        assert_eq!((w.wr_id(), w.opcode(), w.send_flags()), (42, 3, 2));
+        assert_eq!(
+            (w.wr_id(), w.opcode(), w.send_flags()),
+            (42, Some(WrOpcode::SendWithImm), 2)
+        );
         assert_eq!(w.imm(), 0xcafe_f00d);
         assert_eq!((w.ud_remote_qpn(), w.ud_remote_qkey()), (0x12_3456, 0x2222));
         // The RDMA fields share the union with the UD ones.
@@ -443,12 +521,27 @@ mod tests {
         assert_eq!(w.inline_data(4), Some(&b[208..212]));
         // A short copy decodes as zeros, never out of bounds.
         let short = SendWqe::new(&b[..10]);
-        assert_eq!((short.opcode(), short.length(), short.sge(0)), (0, 0, None));
-        assert_eq!(WcOpcode::for_send_wr(3), Some(WcOpcode::Send));
-        assert_eq!(WcOpcode::for_send_wr(0), Some(WcOpcode::RdmaWrite));
-        assert_eq!(WcOpcode::for_send_wr(4), Some(WcOpcode::RdmaRead));
-        assert_eq!(WcOpcode::for_send_wr(16), None);
-        assert_eq!(WcOpcode::for_send_wr(u32::MAX), None);
+        assert_eq!(
+            (short.opcode(), short.length(), short.sge(0)),
+            (Some(WrOpcode::RdmaWrite), 0, None)
+        );
+        assert_eq!(
+            WrOpcode::from_raw(3).map(WrOpcode::completion),
+            Some(WcOpcode::Send)
+        );
+        assert_eq!(
+            WrOpcode::from_raw(0).map(WrOpcode::completion),
+            Some(WcOpcode::RdmaWrite)
+        );
+        assert_eq!(
+            WrOpcode::from_raw(4).map(WrOpcode::completion),
+            Some(WcOpcode::RdmaRead)
+        );
+        assert_eq!(WrOpcode::from_raw(16), None);
+        assert_eq!(WrOpcode::from_raw(u32::MAX), None);
+        for (i, op) in WrOpcode::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i);
+        }
         assert_eq!(recv_wr_id(&9u64.to_ne_bytes()), 9);
     }
 
