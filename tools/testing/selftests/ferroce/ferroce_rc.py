@@ -4,7 +4,7 @@
 
   ferroce_rc.py DEV ADDR PEER_NS PEER_ADDR PEER_DEV
 
-DEV has the address ADDR; PEER_NS is a namespace holding PEER_ADDR, from which roce_inject.py
+DEV has the address ADDR; PEER_NS is a namespace holding PEER_ADDR, from which roce_inject's Sender
 sends crafted requests to a QP of DEV in RTS. PEER_DEV (on PEER_ADDR) is the real peer for the
 tests that need one. Each case checks the counter that says what happened, that registered
 memory did not change, and that the QP still takes the next good request.
@@ -14,186 +14,39 @@ rxe provider writes them) before ringing the doorbell: the kernel must fail that
 the status its fault deserves, and flush the rest.
 """
 
-import ctypes
-import ipaddress
 import os
-import struct
-import subprocess
 import sys
 import time
 import unittest
 
 import pyverbs.enums as e
-from pyverbs.addr import GID, AHAttr, GlobalRoute
-from pyverbs.cq import CQ
-from pyverbs.device import Context
 from pyverbs.mr import MR
-from pyverbs.pd import PD
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QPAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 if len(sys.argv) != 6:
     sys.exit(__doc__)
 DEV, ADDR, PEER_NS, PEER_ADDR, PEER_DEV = sys.argv[1:6]
 del sys.argv[1:]
-INJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "roce_inject.py")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import roce_inject  # noqa: E402
+from ferroce_pyverbs import (  # noqa: E402
+    IBV_WR_RDMA_READ_OPCODE, MR_LEN, RECV_LEN, RECV_NUM_SGE, RECV_SGES, REMOTE, RQ_PSN,
+    WQE_FLAGS, WQE_LENGTH, WQE_NUM_SGE, WQE_OPCODE, WQE_REMOTE_ADDR, WQE_RKEY, WQE_SGES,
+    Endpoint, connect, connect_uc, counters, kernel_log, mapped_rings, poll,
+    scribble)
+
+_peer = []
+
+
+def peer():
+    """The raw socket in PEER_NS that crafted packets leave from (IPv4: any source)."""
+    if not _peer:
+        _peer.append(roce_inject.Sender(PEER_ADDR, ADDR, ns=PEER_NS))
+    return _peer[0]
+
 
 FAKE_PEER_QPN = 0x77
-RQ_PSN = 0x100
-MR_LEN = 4096
-RECV_LEN = 64
-REMOTE = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
-
-# rdma-core's rxe rings (struct rxe_queue_buf) and send WQEs (struct rxe_send_wqe).
-RING_PRODUCER, RING_HEADER = 128, 384
-WQE_OPCODE, WQE_FLAGS, WQE_REMOTE_ADDR, WQE_RKEY = 12, 16, 24, 32
-WQE_LENGTH, WQE_NUM_SGE, WQE_SGES = 184, 196, 208
-RECV_NUM_SGE, RECV_SGES = 28, 40
-IBV_WR_RDMA_READ_OPCODE = 4
-
-
-def kernel_log():
-    return subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
-
-
-def counters(dev):
-    d = f"/sys/class/infiniband/{dev}/ports/1/hw_counters"
-    values = {}
-    for n in os.listdir(d):
-        with open(os.path.join(d, n)) as f:
-            values[n] = int(f.read())
-    return values
-
-
-def mapped(addr):
-    """The RoCE v2 GID of an IPv4 address, as pyverbs spells GIDs."""
-    return ipaddress.IPv6Address("::ffff:" + addr).exploded
-
-
-def gid_index(ctx, addr):
-    for i in range(ctx.query_port(1).gid_tbl_len):
-        try:
-            if (ctx.query_gid_type(1, i) == e.IBV_GID_TYPE_SYSFS_ROCE_V2 and
-                    str(ctx.query_gid(1, i)) == mapped(addr)):
-                return i
-        except Exception:
-            continue
-    raise AssertionError(f"no RoCE v2 GID for {addr}")
-
-
-def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
-    """INIT -> RTS toward `dest_qpn` at IPv4 `addr`; both directions start at RQ_PSN."""
-    qa = QPAttr(port_num=1)
-    qa.path_mtu = e.IBV_MTU_1024
-    qa.dest_qp_num = dest_qpn
-    qa.rq_psn = RQ_PSN
-    qa.max_dest_rd_atomic = 1
-    qa.min_rnr_timer = 1
-    qa.ah_attr = AHAttr(port_num=1, is_global=1,
-                        gr=GlobalRoute(dgid=GID(mapped(addr)), sgid_index=sgid_index, hop_limit=64))
-    qp.to_rtr(qa)
-    qa = QPAttr(port_num=1)
-    qa.sq_psn = RQ_PSN
-    qa.timeout = timeout
-    qa.retry_cnt = 1
-    qa.rnr_retry = 1
-    qa.max_rd_atomic = 1
-    qp.to_rts(qa)
-
-
-def connect_uc(qp, addr, sgid_index, dest_qpn, mtu=e.IBV_MTU_1024):
-    """INIT -> RTS for a UC QP (no ACK timers or read limits); both directions at RQ_PSN."""
-    qa = QPAttr(port_num=1)
-    qa.qp_state = e.IBV_QPS_RTR
-    qa.path_mtu = mtu
-    qa.dest_qp_num = dest_qpn
-    qa.rq_psn = RQ_PSN
-    qa.ah_attr = AHAttr(port_num=1, is_global=1,
-                        gr=GlobalRoute(dgid=GID(mapped(addr)), sgid_index=sgid_index, hop_limit=64))
-    qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN |
-              e.IBV_QP_RQ_PSN)
-    qa = QPAttr(port_num=1)
-    qa.qp_state = e.IBV_QPS_RTS
-    qa.sq_psn = RQ_PSN
-    qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
-
-
-def poll(cq, want, seconds=10):
-    wcs = []
-    deadline = time.time() + seconds
-    while len(wcs) < want and time.time() < deadline:
-        n, got = cq.poll(want - len(wcs))
-        wcs += got[:n]
-        if not n:
-            time.sleep(0.01)
-    return wcs
-
-
-def mapped_rings():
-    """Base, mask and slot size of every ring this process maps."""
-    rings = {}
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "uverbs" in line and "rw-s" in line:
-                base = int(line.split("-")[0], 16)
-                log2, mask = struct.unpack("II", ctypes.string_at(base, 8))
-                rings[base] = (mask, 1 << log2)
-    return rings
-
-
-def scribble(ring, wr_id, fields, sges, sge_at):
-    """Writes a WQE (FIELDS {offset: (fmt, value)}, SGES at SGE_AT) at the ring's producer,
-    then moves the producer on, as the provider would."""
-    base, mask, size = ring
-    prod = ctypes.c_uint32.from_address(base + RING_PRODUCER)
-    slot = base + RING_HEADER + (prod.value & mask) * size
-    ctypes.memset(slot, 0, size)
-    ctypes.memmove(slot, struct.pack("Q", wr_id), 8)
-    for off, (fmt, value) in fields.items():
-        ctypes.memmove(slot + off, struct.pack(fmt, value), struct.calcsize(fmt))
-    for i, (addr, length, lkey) in enumerate(sges):
-        ctypes.memmove(slot + sge_at + 16 * i, struct.pack("QII", addr, length, lkey), 16)
-    prod.value = (prod.value + 1) & mask
-
-
-class Endpoint:
-    """A PD, CQ, an MR peers may read and write, and an RC (or UC) QP in INIT with posted
-    receives."""
-
-    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC, recv_len=RECV_LEN):
-        self.qp_type = qp_type
-        self.recv_len = recv_len
-        self.ctx = Context(name=dev)
-        self.dev, self.addr = dev, addr
-        self.gid_index = gid_index(self.ctx, addr)
-        self.pd = PD(self.ctx)
-        self.cq = CQ(self.ctx, 64)
-        self.mr = MR(self.pd, MR_LEN, REMOTE)
-        self.mr.write(bytes(MR_LEN), MR_LEN)
-        self.rbuf = MR(self.pd, recv_len * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
-        self.qp = self.new_qp()
-        qa = QPAttr(port_num=1)
-        qa.qp_state = e.IBV_QPS_INIT
-        qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
-        if qp_type == e.IBV_QPT_RC:
-            qa.qp_access_flags |= e.IBV_ACCESS_REMOTE_READ
-        self.qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
-                       e.IBV_QP_ACCESS_FLAGS)
-        for i in range(recvs):
-            self.post_recv(i)
-
-    def post_recv(self, i):
-        sge = SGE(self.rbuf.buf + i * self.recv_len, self.recv_len, self.rbuf.lkey)
-        self.qp.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[sge]))
-
-    def new_qp(self):
-        cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=1,
-                    max_inline_data=64)
-        return QP(self.pd, QPInitAttr(qp_type=self.qp_type, scq=self.cq, rcq=self.cq, cap=cap))
-
-    def close(self):
-        for o in (self.qp, self.rbuf, self.mr, self.cq, self.pd, self.ctx):
-            o.close()
 
 
 class Injecting:
@@ -207,12 +60,7 @@ class Injecting:
                    "resp_local_length_error", "resp_cqe_error", "rcvd_seq_err",
                    "rcvd_rnr_err", "req_remote_invalid_request", "req_remote_access_errors")
         before = counters(DEV)
-        src = kw.pop("src", PEER_ADDR)
-        argv = ["ip", "netns", "exec", PEER_NS, sys.executable, INJECT, "--src", src,
-                "--dst", ADDR, "--qpn", str(self.ep.qp.qp_num), "--psn", str(psn & 0xffffff)]
-        for k, v in kw.items():
-            argv += [f"--{k}", str(v)]
-        subprocess.run(argv + [case], check=True, stdout=subprocess.DEVNULL)
+        peer().send(peer().packet(case, qpn=self.ep.qp.qp_num, psn=psn & 0xffffff, **kw))
         for _ in range(50):
             after = counters(DEV)
             if all(after[n] > before[n] for n in rises):

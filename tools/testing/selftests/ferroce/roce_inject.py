@@ -17,7 +17,9 @@ being sent, which needs no privileges.
 """
 
 import argparse
+import ctypes
 import ipaddress
+import os
 import socket
 import struct
 import sys
@@ -26,6 +28,7 @@ import zlib
 ROCE_PORT = 4791
 IP_ID = 0x1234
 TTL = 64
+CLONE_NEWNET = 0x40000000
 BTH_LEN = 12
 IPV4_HDR_LEN = 20
 IPV6_HDR_LEN = 40
@@ -220,6 +223,67 @@ def open_socket(args):
     except OSError as e:
         sys.exit(f"roce_inject: cannot use source {args.src}: {e.strerror}")
     return s
+
+
+def in_netns(ns, fn):
+    """fn(), called with this thread in the network namespace NS (`ip netns` name); a socket
+    it opens stays in NS."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            if libc.setns(target, CLONE_NEWNET):
+                raise OSError(ctypes.get_errno(), f"setns {ns}")
+            try:
+                return fn()
+            finally:
+                if libc.setns(own, CLONE_NEWNET):
+                    raise OSError(ctypes.get_errno(), "setns back")
+        finally:
+            os.close(target)
+    finally:
+        os.close(own)
+
+
+class Sender:
+    """Crafted packets from SRC to DST out of a raw socket opened once, in namespace NS if
+    given: for scripts that send many, without a process per packet. `fields` are
+    defaults for the command-line options (qpn, psn, rkey, ...)."""
+
+    def __init__(self, src, dst, ns=None, **fields):
+        self.defaults = fields
+        self.args = self.with_fields(src=src, dst=dst)
+        self.v4 = ipaddress.ip_address(src).version == 4
+        self.sock = in_netns(ns, lambda: open_socket(self.args)) if ns else open_socket(self.args)
+
+    def with_fields(self, **fields):
+        """The options a packet is built from: the defaults, then FIELDS. (Parsed once: an
+        argument parser per packet is slow.)"""
+        base = getattr(self, "args", None)
+        if base is None:
+            base = parse_args(["--src", fields.pop("src"), "--dst", fields.pop("dst"), "good"])
+            fields = {**self.defaults, **fields}
+        args = argparse.Namespace(**vars(base))
+        for k, v in fields.items():
+            setattr(args, k, v)
+        return args
+
+    def packet(self, case, **fields):
+        """The IP packet for CASE, with FIELDS over the defaults."""
+        return build(case, self.with_fields(**fields))
+
+    def frame(self, body, **fields):
+        """The IP packet around a transport body of the caller's making."""
+        return frame(self.with_fields(**fields), body)
+
+    def send(self, pkt, count=1):
+        data = pkt if self.v4 else pkt[IPV6_HDR_LEN:]
+        for _ in range(count):
+            self.sock.sendto(data, (self.args.dst, 0))
+
+    def close(self):
+        self.sock.close()
 
 
 def int_arg(s):
