@@ -16,7 +16,7 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 require rdma ip ss python3 /usr/bin/python3
-ktap_set_plan 14
+ktap_set_plan 15
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -129,6 +129,16 @@ ud_sends_on_the_wire() {
 }
 ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the posted payload" \
 	ud_sends_on_the_wire
+
+# A process writes UD WQEs with address vectors of its own (ah_num 0): only the device's own
+# addresses may be the source, on the wire and when the packet loops back to the device.
+forged_ud_source() {
+	/usr/bin/python3 "$UD" forged_source fer0 10.70.0.1 fd70::1 10.70.0.2 10.70.0.77 fd70::77 |
+		sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+ktap_test_result "a UD WQE's own address vector cannot send from an address the device lacks" \
+	forged_ud_source
 
 # Live RC and UC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled
 # into the shared send ring, a real peer (fer1 in B) that refuses requests, and UC peers.

@@ -6,6 +6,11 @@
                                 as hex lines, to OUT; give up after 60 s
   ferroce_ud.py send DEV DADDR  post the sends below through pyverbs and check their completions
   ferroce_ud.py check OUT SADDR DADDR  check the captured packets against what `send` posted
+  ferroce_ud.py forged_source DEV ADDR ADDR6 PEER FOREIGN FOREIGN6
+                                UD WQEs written into the send ring with their own address
+                                vector (ah_num 0): a source that is not DEV's (FOREIGN,
+                                FOREIGN6) sends nothing, to DEV itself or to PEER; DEV's own
+                                (ADDR, ADDR6) reaches a QP of DEV
 """
 
 import ipaddress
@@ -161,6 +166,104 @@ def check(out, saddr, daddr, qpn):
     return 0
 
 
+def forged_source(dev, addr, addr6, peer, foreign, foreign6):
+    import pyverbs.enums as e
+    from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+    from pyverbs.cq import CQ
+    from pyverbs.device import Context
+    from pyverbs.mr import MR
+    from pyverbs.pd import PD
+    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+    from pyverbs.wr import SGE, RecvWR, SendWR
+
+    from ferroce_pyverbs import (WQE_FLAGS, WQE_LENGTH, WQE_NUM_SGE, WQE_OPCODE, WQE_SGES,
+                                 counters, gid_index, mapped_rings, scribble)
+    # struct rxe_send_wqe: wr.wr.ud and its struct rxe_av.
+    ud_qpn, ud_qkey, ud_ah_num, av = 24, 28, 36, 56
+    av_type, av_saddr4, av_daddr4, av_saddr6, av_daddr6 = 1, 36, 64, 40, 68
+
+    ctx = Context(name=dev)
+    pd = PD(ctx)
+    cq = CQ(ctx, 64)
+    mr = MR(pd, 8192, e.IBV_ACCESS_LOCAL_WRITE)
+    mr.write(PAYLOAD, len(PAYLOAD))
+
+    def ud_qp():
+        cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap))
+        qa = QPAttr(port_num=1)
+        qa.qkey = QP_QKEY
+        qp.to_init(qa)
+        qp.to_rtr(qa)
+        qp.to_rts(qa)
+        return qp
+
+    rx = ud_qp()
+    for i in range(8):
+        rx.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[SGE(mr.buf + 4096 + 512 * i, 512,
+                                                                mr.lkey)]))
+    before = set(mapped_rings())
+    tx = ud_qp()
+    rings = [(b, m, z) for b, (m, z) in mapped_rings().items() if b not in before and z >= 256]
+    assert len(rings) == 1, "one new send ring"
+    # The doorbell: a good send through a numbered AH to a QPN nobody has.
+    gr = GlobalRoute(dgid=GID(ipaddress.IPv6Address("::ffff:" + peer).exploded),
+                     sgid_index=gid_index(ctx, addr))
+    ah = AH(pd, attr=AHAttr(port_num=1, is_global=1, gr=gr))
+
+    def sent_with_av(wr_id, src, dst):
+        """Writes a UD SEND to rx with an address vector from SRC to DST, rings the doorbell;
+        returns (packets that went out for it, whether rx received it)."""
+        ip = ipaddress.ip_address(src)
+        fields = {WQE_OPCODE: ("I", e.IBV_WR_SEND), WQE_FLAGS: ("I", e.IBV_SEND_SIGNALED),
+                  WQE_NUM_SGE: ("I", 1), WQE_LENGTH: ("I", 16), ud_qpn: ("I", rx.qp_num),
+                  ud_qkey: ("I", QP_QKEY), ud_ah_num: ("I", 0),
+                  av + av_type: ("B", 1 if ip.version == 4 else 2)}
+        if ip.version == 4:
+            fields[av + av_saddr4] = ("4s", ip.packed)
+            fields[av + av_daddr4] = ("4s", ipaddress.ip_address(dst).packed)
+        else:
+            fields[av + av_saddr6] = ("16s", ip.packed)
+            fields[av + av_daddr6] = ("16s", ipaddress.ip_address(dst).packed)
+        sent = counters(dev)["sent_pkts"]
+        scribble(rings[0], wr_id, fields, [(mr.buf, 16, mr.lkey)], WQE_SGES)
+        bell = SendWR(wr_id=wr_id + 1, opcode=e.IBV_WR_SEND, num_sge=1,
+                      sg=[SGE(mr.buf, 16, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        bell.set_wr_ud(ah, REMOTE_QPN, REMOTE_QKEY)
+        tx.post_send(bell)
+        got = []
+        deadline = time.time() + 3
+        while time.time() < deadline and len([w for w in got if w.wr_id < 100]) < 2:
+            n, wcs = cq.poll(4)
+            got += wcs[:n]
+            time.sleep(0.02)
+        time.sleep(0.3)
+        n, wcs = cq.poll(4)
+        got += wcs[:n]
+        mine = sorted((w.wr_id, w.status) for w in got if w.wr_id < 100)
+        assert mine == [(wr_id, e.IBV_WC_SUCCESS), (wr_id + 1, e.IBV_WC_SUCCESS)], mine
+        # The doorbell's packet is one; the rest went out for the forged WQE.
+        return counters(dev)["sent_pkts"] - sent - 1, any(w.wr_id >= 100 for w in got)
+
+    cases = [("own address to itself", addr, addr, 1, True),
+             ("own IPv6 address to itself", addr6, addr6, 1, True),
+             ("foreign source to the device itself", foreign, addr, 0, False),
+             ("foreign source to itself (loopback)", foreign, foreign, 0, False),
+             ("foreign source to the peer", foreign, peer, 0, False),
+             ("foreign IPv6 source to the device itself", foreign6, addr6, 0, False),
+             ("foreign IPv6 source to itself (loopback)", foreign6, foreign6, 0, False)]
+    ok = True
+    for i, (name, src, dst, want_sent, want_recv) in enumerate(cases):
+        sent, received = sent_with_av(10 * i + 1, src, dst)
+        good = (sent, received) == (want_sent, want_recv)
+        ok &= good
+        print(f"{'ok' if good else 'WRONG'}: {name} ({src} -> {dst}): {sent} sent, "
+              f"{'received' if received else 'not received'}", flush=True)
+    for o in (tx, rx, ah, mr, cq, pd, ctx):
+        o.close()
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "capture":
@@ -169,4 +272,6 @@ if __name__ == "__main__":
         sys.exit(send(sys.argv[2], sys.argv[3]))
     if cmd == "check":
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    if cmd == "forged_source":
+        sys.exit(forged_source(*sys.argv[2:8]))
     sys.exit(f"unknown command {cmd}")
