@@ -33,6 +33,37 @@ ns_cleanup() {
 	modprobe -r rdma_rxe 2>/dev/null
 }
 
+# two_devices NET [THIRD]: namespaces A and B joined by a veth, va in A with NET.1 and vb in B
+# with NET.2 (NET as in 10.73.0), fer0 on va and fer1 on vb; sets GA and GB, their IPv4 GID
+# indices. With THIRD, a namespace of that name also sits on the wire: a macvlan on vb (mvb,
+# NET.3) sends to A through vb as if it were B, one on va (mva, NET.4) to B as if it were A.
+two_devices() {
+	ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
+	ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
+	ip -n "$A" addr add "$1.1/24" dev va
+	ip -n "$B" addr add "$1.2/24" dev vb
+	ip -n "$A" link set va up
+	ip -n "$B" link set vb up
+	if [ -n "${2:-}" ]; then
+		ip netns add "$2" &&
+			ip -n "$A" link add mva link va type macvlan mode bridge &&
+			ip -n "$A" link set mva netns "$2" &&
+			ip -n "$B" link add mvb link vb type macvlan mode bridge &&
+			ip -n "$B" link set mvb netns "$2" &&
+			ip -n "$2" addr add "$1.3/32" dev mvb && ip -n "$2" addr add "$1.4/32" dev mva &&
+			ip -n "$2" link set mvb up && ip -n "$2" link set mva up &&
+			ip -n "$2" route add "$1.1/32" dev mvb && ip -n "$2" route add "$1.2/32" dev mva ||
+			ktap_exit_fail_msg "cannot put namespace $2 on the wire"
+	fi
+	ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
+	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
+	for _ in $(seq 50); do
+		GA=$(gid_index fer0) && GB=$(gid_index fer1) && break
+		sleep 0.1
+	done
+	[ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+}
+
 # gid_index DEV [PREFIX]: the index of DEV's first GID starting with PREFIX (the IPv4-mapped
 # RoCE v2 GID if none is given).
 gid_index() {

@@ -24,19 +24,7 @@ set -- $LOSSES
 ktap_set_plan $(($# * 4 * RUNS))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
-ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
-ip -n "$A" link add va type veth peer name vb netns "$B" || ktap_exit_fail_msg "cannot create veth"
-ip -n "$A" addr add 10.73.0.1/24 dev va
-ip -n "$B" addr add 10.73.0.2/24 dev vb
-ip -n "$A" link set va up
-ip -n "$B" link set vb up
-ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
-ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
-for _ in $(seq 50); do
-	GA=$(gid_index fer0) && GB=$(gid_index fer1) && break
-	sleep 0.1
-done
-[ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+two_devices 10.73.0
 
 # exceeded: the retries that ran out, on both devices.
 exceeded() {

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# ferroce under attack while it works: byte-exact RC transfers between two namespaces keep
+# going while a third namespace sprays forged responses and requests at their QPs, each
+# claiming to come from the QP's real peer (ferroce_spray.py); a process that scribbles its
+# send ring for a minute keeps the kernel's memory bounded (ferroce_scribble.py); a 30 s flood
+# holds up neither destroy_qp nor an RC retransmit timer (ferroce_flood.py).
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+A=ferroce_hostile_a
+B=ferroce_hostile_b
+C=ferroce_hostile_c
+HERE="$(cd "$(dirname "$0")" && pwd)"
+XFER="$HERE/ferroce_xfer"
+SPRAY="$HERE/ferroce_spray.py"
+cleanup() {
+	ip netns pids "$C" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip netns del "$C" 2>/dev/null
+	ns_cleanup
+}
+trap cleanup EXIT
+
+ktap_print_header
+require rdma ip timeout /usr/bin/python3 "$XFER"
+ktap_set_plan $([ -n "${HOSTILE_SPRAY:-}" ] && echo 5 || echo 2)
+
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+# C sits on the wire between A and B, and sends whatever it likes.
+two_devices 10.73.0 "$C"
+# A forged source needs no route back: no reverse-path filter may hide it.
+for ns in "$A" "$B"; do
+	ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+done
+ip netns exec "$A" sysctl -qw net.ipv4.conf.va.rp_filter=0
+ip netns exec "$B" sysctl -qw net.ipv4.conf.vb.rp_filter=0
+
+# counters_of DEV: "name value" for every counter of DEV port 1 (one process: under TCG a
+# process per counter takes seconds).
+counters_of() {
+	grep -H . /sys/class/infiniband/"$1"/ports/1/hw_counters/* | sed 's|.*/||; s|:| |'
+}
+
+# rose BEFORE AFTER NAME: how much counter NAME rose between two counters_of outputs.
+rose() {
+	echo $(($(awk -v n="$3" '$1 == n {print $2}' <<<"$2") - $(awk -v n="$3" '$1 == n {print $2}' <<<"$1")))
+}
+
+# changed BEFORE AFTER: the counters that moved, "name +delta ...".
+changed() {
+	join <(sort <<<"$1") <(sort <<<"$2") | awk '$3 != $2 {printf "%s +%d ", $1, $3 - $2}'
+}
+
+# sprayed_xfer ARGS...: ferroce_xfer (server in A on fer0, client in B on fer1) moves messages
+# with every byte checked while C sprays forged packets at both QPs; both must finish clean,
+# and each device must have counted every forged packet where it belongs.
+sprayed_xfer() {
+	local srv cli rc_srv=0 rc_cli=0 qps before0 before1 after0 after1
+	ip netns exec "$A" timeout 300 "$XFER" -d fer0 -g "$GA" "$@" >/tmp/ferroce_spray_srv.log 2>&1 &
+	srv=$!
+	wait_port "$A" 18600 || return 1
+	ip netns exec "$B" timeout 300 "$XFER" -d fer1 -g "$GB" "$@" 10.73.0.1 \
+		>/tmp/ferroce_spray_cli.log 2>&1 &
+	cli=$!
+	qps=$(/usr/bin/python3 "$SPRAY" qps fer0 fer1) || return 1
+	echo "# QPs (qpn sq_psn rq_psn): fer0 $(head -1 <<<"$qps"), fer1 $(tail -1 <<<"$qps")"
+	before0=$(counters_of fer0)
+	before1=$(counters_of fer1)
+	set -- $qps
+	ip netns exec "$C" /usr/bin/python3 "$SPRAY" "$C" "$cli" 1500 \
+		"10.73.0.1,$1,10.73.0.2,$2,$3" "10.73.0.2,$4,10.73.0.1,$5,$6" >/tmp/ferroce_spray.log 2>&1
+	wait "$cli" || rc_cli=$?
+	wait "$srv" || rc_srv=$?
+	sleep 0.5
+	after0=$(counters_of fer0)
+	after1=$(counters_of fer1)
+	sed 's/^/# spray: /' /tmp/ferroce_spray.log
+	grep -h "byte-exact" /tmp/ferroce_spray_srv.log /tmp/ferroce_spray_cli.log | sed 's/^/# /'
+	if [ "$rc_cli" -ne 0 ] || [ "$rc_srv" -ne 0 ]; then
+		echo "# ferroce_xfer $*: client $rc_cli, server $rc_srv"
+		tail -4 /tmp/ferroce_spray_srv.log | sed 's/^/# srv: /'
+		tail -4 /tmp/ferroce_spray_cli.log | sed 's/^/# cli: /'
+		echo "# fer0: $(changed "$before0" "$after0")"
+		echo "# fer1: $(changed "$before1" "$after1")"
+		return 1
+	fi
+	spray_counted 10.73.0.1 fer0 "$before0" "$after0" && spray_counted 10.73.0.2 fer1 "$before1" "$after1"
+}
+
+# spray_counted DST DEV BEFORE AFTER: DEV counted (at least 90% of) each kind of forged packet
+# the spray sent to DST where it belongs, and the spray overlapped the transfer.
+spray_counted() {
+	local line kind want counter got ok=0
+	line=$(grep "^$1 " /tmp/ferroce_spray.log) || { echo "# no spray report for $1"; return 1; }
+	for kind in ahead_responses:rcvd_drop_bad_psn ahead_requests:out_of_seq_request \
+		behind_requests:duplicate_request stranger:rcvd_drop_bad_address bad_pkey:rcvd_drop_bad_pkey; do
+		counter=${kind#*:}
+		kind=${kind%%:*}
+		want=$(sed -n "s/.* $kind=\([0-9]*\).*/\1/p" <<<"$line")
+		got=$(rose "$3" "$4" "$counter")
+		echo "# $2: $kind sent ${want:-0}, $counter +$got"
+		# Nearly all: the veth's backlog may drop a few under load before ferroce sees them.
+		[ "${want:-0}" -gt 0 ] && [ "$((got * 10))" -ge "$((want * 9))" ] || ok=1
+	done
+	want=$(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$line")
+	[ "${want:-0}" -ge 500 ] || { echo "# only ${want:-0} forged packets reached $2 during the transfer"; ok=1; }
+	return $ok
+}
+
+# Not yet in make check: under this spray an RC transfer sometimes ends with "transport retry
+# counter exceeded" (READ in 2 of 2 runs, SEND in 1 of 2, WRITE in 0 of 2; issue 15).
+# HOSTILE_SPRAY=1 runs these three.
+if [ -n "${HOSTILE_SPRAY:-}" ]; then
+	for op in write send read; do
+		ktap_test_result "RC ${op^^} stays byte-exact under forged ACKs, NAKs, READ responses and requests" \
+			sprayed_xfer -t rc -o "$op" -m 1024 -s 4096,65536,1048576 -n 120 -w 6
+	done
+fi
+
+# py SCRIPT ARGS...: runs one of the Python checks, its report indented.
+py() {
+	/usr/bin/python3 "$HERE/$1" "${@:2}" 2>&1 | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+ktap_test_result "a process scribbling its send ring for 60 s: kernel memory stays under 16 MiB" \
+	py ferroce_scribble.py fer0 10.73.0.1 fer1 10.73.0.2 60 16
+ktap_test_result "a 30 s flood: destroy_qp returns within 2 s, RC retransmit timers still fire" \
+	py ferroce_flood.py fer0 10.73.0.1 10.73.0.2 "$C" 30
+
+ktap_finished
