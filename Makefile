@@ -5,13 +5,14 @@
 SHELL := /bin/bash
 S := scripts
 
-.PHONY: all run check soak bench setup kernel module guest host-test clean-cache help
+.PHONY: all run check check-quick soak bench setup kernel module guest host-test clean-cache help
 
 all: kernel
 
 help:
 	@echo "make run        build everything, boot a guest, load ferroce and show it working"
 	@echo "make check      run every test; ends with 'N passed, N failed, N skipped'"
+	@echo "make check-quick  host tests, the build and the fast guest suites (a few minutes)"
 	@echo "make soak       loss, data and interop tests in loops, with pass counts (hours)"
 	@echo "make bench      ferroce vs C rxe vs kernel TCP in one boot: table, JSON and PNG"
 	@echo "make guest CMD='<shell command>'  run a command in the guest; exits with its status"
@@ -33,6 +34,9 @@ run: kernel
 
 check: setup
 	@$(S)/check.sh
+
+check-quick: setup
+	@FERROCE_QUICK=1 $(S)/check.sh
 
 soak: setup
 	@$(S)/soak.sh

@@ -85,20 +85,27 @@ kunit
 export FERROCE_C_RXE=$c_rxe
 # The Makefile's TEST_PROGS (other scripts there are helpers, e.g. one side of the interop test);
 # scripts/expected-results says which must have run.
+# wanted SUITE SCRIPT: whether this run includes SCRIPT (make check-quick: only the groups
+# scripts/expected-results marks quick).
+wanted() {
+	[ -z "${FERROCE_QUICK:-}" ] ||
+		awk -v s="$1" -v g="$2" '$1 == s && $2 == g && $4 == "quick" {f = 1} END {exit !f}' \
+			"$here/expected-results"
+}
 for t in $(sed -n 's/^TEST_PROGS := //p' "$selftests/ferroce/Makefile"); do
-	run_kselftest selftests.ferroce 1200 "$selftests/ferroce/$t"
+	wanted selftests.ferroce "$t" && run_kselftest selftests.ferroce 1200 "$selftests/ferroce/$t"
 done
 
 # The kernel's own rxe selftests, unmodified, against ferroce.
 for t in "$selftests"/rdma/rxe_*.sh; do
-	run_kselftest selftests.rdma.ferroce 400 "$t"
+	wanted selftests.rdma.ferroce "$(basename "$t")" && run_kselftest selftests.rdma.ferroce 400 "$t"
 done
 
 # The kernel's own rxe selftests, unmodified, against the C rxe: modprobe loads it instead of ours.
 mkdir -p /run/modprobe.d
 echo "install rdma_rxe /sbin/insmod $c_rxe" >/run/modprobe.d/ferroce-c-rxe.conf
 for t in "$selftests"/rdma/rxe_*.sh; do
-	run_kselftest selftests.rdma.c-rxe 400 "$t"
+	wanted selftests.rdma.c-rxe "$(basename "$t")" && run_kselftest selftests.rdma.c-rxe 400 "$t"
 done
 rm -f /run/modprobe.d/ferroce-c-rxe.conf
 

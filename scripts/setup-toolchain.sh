@@ -31,11 +31,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 		|| die "apt-get install ${missing[*]} failed"
 fi
 
-step "install rust-src"
+step "install rust-src and rustfmt"
 need rustup
 need cargo
-rustup component list --installed 2>/dev/null | grep -q '^rust-src' \
-	|| rustup component add rust-src >&2 || die "rustup component add rust-src failed"
+for c in rust-src rustfmt; do
+	rustup component list --installed 2>/dev/null | grep -q "^$c" \
+		|| rustup component add "$c" >&2 || die "rustup component add $c failed"
+done
 
 step "install bindgen-cli $BINDGEN_VERSION"
 if ! bindgen --version 2>/dev/null | grep -q "bindgen $BINDGEN_VERSION\$"; then
