@@ -33,7 +33,7 @@ run: kernel
 	@$(S)/guest.sh "$(CURDIR)/$(S)/demo.sh"
 
 check: setup
-	@$(S)/check.sh
+	@FERROCE_QUICK= $(S)/check.sh
 
 check-quick: setup
 	@FERROCE_QUICK=1 $(S)/check.sh

@@ -12,7 +12,8 @@ set -euo pipefail
 start=$SECONDS
 # FERROCE_QUICK=1 (make check-quick): the groups marked "quick" in scripts/expected-results, in
 # one guest boot, no interop.
-quick=${FERROCE_QUICK:+1}
+quick=
+[ "${FERROCE_QUICK:-}" != 1 ] || quick=1
 run_dir="$FERROCE_CACHE/runs/check-$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$run_dir"
 results="$run_dir/results"

@@ -83,8 +83,10 @@ def main():
                 print(f"  {line}")
     ok = not failures and not bad_skips and not problems and total["pass"] > 0
     # A skip that is not allowed counts as a failure, not as a skip.
+    if quick:
+        print("quick run: only the groups marked quick in the expected list")
     print(f"{total['pass']} passed, {total['fail'] + len(bad_skips) + len(problems)} failed, "
-          f"{len(allowed_skips)} skipped")
+          f"{len(allowed_skips)} skipped{' (quick)' if quick else ''}")
     sys.exit(0 if ok else 1)
 
 

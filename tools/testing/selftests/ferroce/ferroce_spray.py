@@ -18,8 +18,8 @@ second (0: as fast as it can), each target QP at DST gets packets that claim to 
     that is outstanding;
 and, at the QP's current PSNs, responses from an address that is not the peer
 (rcvd_drop_bad_address) and from the peer with a P_Key it does not have (rcvd_drop_bad_pkey).
-A live transfer between the QPs must not notice. Prints, per DST, how many of each went out:
-"DST ahead_responses=N ahead_requests=N behind_requests=N stranger=N bad_pkey=N total=N".
+A live transfer between the QPs must not notice. Prints, per target, how many of each went out:
+"DST qpn=Q ahead_responses=N ahead_requests=N behind_requests=N stranger=N bad_pkey=N total=N".
 """
 
 import json
@@ -148,25 +148,25 @@ def main():
         dst, qpn, peer, sq_psn, rq_psn = t.split(",")
         targets.append((dst, int(qpn, 0), peer, int(sq_psn, 0), int(rq_psn, 0)))
     sender = ri.Sender(targets[0][2], targets[0][0], ns=ns)
-    pools = {t[0]: pool(sender, *t) for t in targets}
+    pools = {t[:2]: pool(sender, *t) for t in targets}
     # SPRAY_KINDS="kind ...": only those (for narrowing down a failure by hand).
     only = os.environ.get("SPRAY_KINDS", "").split()
     if only:
-        pools = {d: [(k, p) for k, p in ps if k in only] for d, ps in pools.items()}
-    sent = {dst: {} for dst in pools}
+        pools = {t: [(k, p) for k, p in ps if k in only] for t, ps in pools.items()}
+    sent = {t: {} for t in pools}
     batch = 32
     i = 0
     while alive(pid):
         start = time.monotonic()
-        for dst, pkts in pools.items():
+        for (dst, qpn), pkts in pools.items():
             for kind, pkt in pkts[i % len(pkts):i % len(pkts) + batch]:
                 sender.sock.sendto(pkt, (dst, 0))
-                sent[dst][kind] = sent[dst].get(kind, 0) + 1
+                sent[dst, qpn][kind] = sent[dst, qpn].get(kind, 0) + 1
         i += batch
         if rate:
             time.sleep(max(0.0, batch * len(pools) / rate - (time.monotonic() - start)))
-    for dst, kinds in sent.items():
-        print(dst, " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
+    for (dst, qpn), kinds in sent.items():
+        print(dst, f"qpn={qpn:#x}", " ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
               f"total={sum(kinds.values())}", flush=True)
     return 0
 
