@@ -119,14 +119,9 @@ if [ -n "${HOSTILE_SPRAY:-}" ]; then
 	done
 fi
 
-# py SCRIPT ARGS...: runs one of the Python checks, its report indented.
-py() {
-	/usr/bin/python3 "$HERE/$1" "${@:2}" 2>&1 | sed 's/^/# /'
-	return "${PIPESTATUS[0]}"
-}
 ktap_test_result "a process scribbling its send ring for 60 s: kernel memory stays under 16 MiB" \
-	py ferroce_scribble.py fer0 10.73.0.1 fer1 10.73.0.2 60 16
+	indented /usr/bin/python3 "$HERE/ferroce_scribble.py" fer0 10.73.0.1 fer1 10.73.0.2 60 16
 ktap_test_result "a 30 s flood: destroy_qp returns within 2 s, RC retransmit timers still fire" \
-	py ferroce_flood.py fer0 10.73.0.1 10.73.0.2 "$C" 30
+	indented /usr/bin/python3 "$HERE/ferroce_flood.py" fer0 10.73.0.1 10.73.0.2 "$C" 30
 
 ktap_finished

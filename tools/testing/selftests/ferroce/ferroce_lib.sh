@@ -64,6 +64,13 @@ two_devices() {
 	[ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
 }
 
+# indented CMD...: runs CMD with its output (stdout and stderr) as KTAP comments; returns its
+# status.
+indented() {
+	"$@" 2>&1 | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+
 # gid_index DEV [PREFIX]: the index of DEV's first GID starting with PREFIX (the IPv4-mapped
 # RoCE v2 GID if none is given).
 gid_index() {

@@ -122,8 +122,8 @@ ud_sends_on_the_wire() {
 	qpn=$(/usr/bin/python3 "$UD" send fer0 10.70.0.2 | sed -n 's/^qpn //p') || { kill "$cap"; return 1; }
 	[ -n "$qpn" ] || { kill "$cap"; return 1; }
 	wait "$cap" || { echo "# capture saw too few packets"; return 1; }
-	/usr/bin/python3 "$UD" check "$out" 10.70.0.1 10.70.0.2 "$qpn" | sed 's/^/# /'
-	local rc=${PIPESTATUS[0]}
+	indented /usr/bin/python3 "$UD" check "$out" 10.70.0.1 10.70.0.2 "$qpn"
+	local rc=$?
 	rm -f "$out"
 	[ "$rc" -eq 0 ] && [ "$(fer0_counter sent_pkts)" -ge 2 ]
 }
@@ -132,13 +132,8 @@ ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the poste
 
 # A process writes UD WQEs with address vectors of its own (ah_num 0): only the device's own
 # addresses may be the source, on the wire and when the packet loops back to the device.
-forged_ud_source() {
-	/usr/bin/python3 "$UD" forged_source fer0 10.70.0.1 fd70::1 10.70.0.2 10.70.0.77 fd70::77 |
-		sed 's/^/# /'
-	return "${PIPESTATUS[0]}"
-}
 ktap_test_result "a UD WQE's own address vector cannot send from an address the device lacks" \
-	forged_ud_source
+	indented /usr/bin/python3 "$UD" forged_source fer0 10.70.0.1 fd70::1 10.70.0.2 10.70.0.77 fd70::77
 
 # Live RC and UC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled
 # into the shared send ring, a real peer (fer1 in B) that refuses requests, and UC peers.
@@ -146,8 +141,8 @@ RC="$(cd "$(dirname "$0")" && pwd)/ferroce_rc.py"
 live_rc_qps() {
 	local rc
 	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
-	/usr/bin/python3 "$RC" fer0 10.70.0.1 "$B" 10.70.0.2 fer1 2>&1 | sed 's/^/# /'
-	rc=${PIPESTATUS[0]}
+	indented /usr/bin/python3 "$RC" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
+	rc=$?
 	rdma link del fer1 || return 1
 	[ "$rc" -eq 0 ]
 }

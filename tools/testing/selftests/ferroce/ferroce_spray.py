@@ -160,7 +160,7 @@ def main():
         start = time.monotonic()
         for (dst, qpn), pkts in pools.items():
             for kind, pkt in pkts[i % len(pkts):i % len(pkts) + batch]:
-                sender.sock.sendto(pkt, (dst, 0))
+                sender.send(pkt, dst=dst)
                 sent[dst, qpn][kind] = sent[dst, qpn].get(kind, 0) + 1
         i += batch
         if rate:

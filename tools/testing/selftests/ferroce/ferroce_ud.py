@@ -48,6 +48,20 @@ def capture(out, n):
     return 0 if len(got) >= n else 1
 
 
+def ud_qp(pd, cq, cap):
+    """A UD QP in RTS with Q_Key QP_QKEY."""
+    import pyverbs.enums as e
+    from pyverbs.qp import QP, QPAttr, QPInitAttr
+
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap))
+    qa = QPAttr(port_num=1)
+    qa.qkey = QP_QKEY
+    qp.to_init(qa)
+    qp.to_rtr(qa)
+    qp.to_rts(qa)
+    return qp
+
+
 def send(dev, daddr):
     import pyverbs.enums as e
     from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
@@ -55,7 +69,7 @@ def send(dev, daddr):
     from pyverbs.device import Context
     from pyverbs.mr import MR
     from pyverbs.pd import PD
-    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+    from pyverbs.qp import QPCap
     from pyverbs.wr import SGE, SendWR
 
     ctx = Context(name=dev)
@@ -73,13 +87,8 @@ def send(dev, daddr):
     cq = CQ(ctx, 16)
     mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
     mr.write(PAYLOAD, len(PAYLOAD))
-    cap = QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=1, max_inline_data=64)
-    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap))
-    qa = QPAttr(port_num=1)
-    qa.qkey = QP_QKEY
-    qp.to_init(qa)
-    qp.to_rtr(qa)
-    qp.to_rts(qa)
+    qp = ud_qp(pd, cq, QPCap(max_send_wr=8, max_recv_wr=8, max_send_sge=2, max_recv_sge=1,
+                             max_inline_data=64))
     mapped = ipaddress.IPv6Address("::ffff:" + daddr).exploded
     gr = GlobalRoute(dgid=GID(mapped), sgid_index=gid_index)
     ah = AH(pd, attr=AHAttr(port_num=1, is_global=1, gr=gr))
@@ -173,7 +182,7 @@ def forged_source(dev, addr, addr6, peer, foreign, foreign6):
     from pyverbs.device import Context
     from pyverbs.mr import MR
     from pyverbs.pd import PD
-    from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+    from pyverbs.qp import QPCap
     from pyverbs.wr import SGE, RecvWR, SendWR
 
     from ferroce_pyverbs import (WQE_FLAGS, WQE_LENGTH, WQE_NUM_SGE, WQE_OPCODE, WQE_SGES,
@@ -188,22 +197,13 @@ def forged_source(dev, addr, addr6, peer, foreign, foreign6):
     mr = MR(pd, 8192, e.IBV_ACCESS_LOCAL_WRITE)
     mr.write(PAYLOAD, len(PAYLOAD))
 
-    def ud_qp():
-        cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
-        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap))
-        qa = QPAttr(port_num=1)
-        qa.qkey = QP_QKEY
-        qp.to_init(qa)
-        qp.to_rtr(qa)
-        qp.to_rts(qa)
-        return qp
-
-    rx = ud_qp()
+    cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
+    rx = ud_qp(pd, cq, cap)
     for i in range(8):
         rx.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[SGE(mr.buf + 4096 + 512 * i, 512,
                                                                 mr.lkey)]))
     before = set(mapped_rings())
-    tx = ud_qp()
+    tx = ud_qp(pd, cq, cap)
     rings = [(b, m, z) for b, (m, z) in mapped_rings().items() if b not in before and z >= 256]
     assert len(rings) == 1, "one new send ring"
     # The doorbell: a good send through a numbered AH to a QPN nobody has.

@@ -277,10 +277,11 @@ class Sender:
         """The IP packet around a transport body of the caller's making."""
         return frame(self.with_fields(**fields), body)
 
-    def send(self, pkt, count=1):
+    def send(self, pkt, count=1, dst=None):
+        """Sends PKT COUNT times, to DST (default: the sender's destination)."""
         data = pkt if self.v4 else pkt[IPV6_HDR_LEN:]
         for _ in range(count):
-            self.sock.sendto(data, (self.args.dst, 0))
+            self.sock.sendto(data, (dst or self.args.dst, 0))
 
     def close(self):
         self.sock.close()
