@@ -2,13 +2,14 @@
 
 //! Memory regions: pinned user memory with keys that work requests and peers name it by.
 //!
-//! A key is `index << 8 | tag`: the index finds the region in the device's table, the tag
-//! (bumped each time an index is reused) makes a stale key miss.
+//! A key is `index << 8 | tag`: the index finds the region in the device's table, the random
+//! tag makes a key hard to guess from the index (C rxe's key has as many random bits).
 
 use crate::limits;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     prelude::*,
+    random,
     rdma::{
         mr::{MrKeys, MrRequest},
         pd::Pd,
@@ -57,8 +58,6 @@ impl MrState {
 pub(crate) struct MrTable {
     #[pin]
     regions: Pool<MrState>,
-    /// Source of the keys' low 8 bits: a key reused for a new region differs from the old one.
-    tags: AtomicU32,
 }
 
 impl MrTable {
@@ -66,13 +65,14 @@ impl MrTable {
         pin_init!(Self {
             // Index 0 is the kernel DMA region's, never in the table.
             regions <- Pool::new(1..=limits::DEVICE_LIMITS.max_mr),
-            tags: AtomicU32::new(0),
         })
     }
 
     /// Stores `state` under a free index, and records its key; returns the key.
     fn insert(&self, state: Arc<MrState>) -> Result<u32> {
-        let tag = self.tags.fetch_add(1, Ordering::Relaxed) & 0xff;
+        // Random, so a host that saw one key cannot guess the next; the index is allocated
+        // cyclically, so a freed key is not soon valid again.
+        let tag = u32::from(random::get_random_u8());
         // Until the key is stored, lookups miss it (no key is 0: index 0 is never allocated).
         let key_of = |index: u32| index << 8 | tag;
         let probe = state.clone();

@@ -3,8 +3,8 @@
 """Memory regions of a ferroce device, through pyverbs and rdma-core's rxe provider.
 
 Registration pins the pages and hands out keys; these tests check the keys (distinct, rkey only
-with remote access, a freed key not immediately reused) and the refusals (zero length, bad
-access flags, memory the process does not have).
+with remote access, a freed key not immediately reused, key bits not predictable) and the
+refusals (zero length, bad access flags, memory the process does not have).
 """
 
 import errno
@@ -51,6 +51,19 @@ class MrTest(unittest.TestCase):
         again.close()
         for mr in mrs[1:]:
             mr.close()
+
+    def test_key_bits_are_not_predictable(self):
+        # A key is index << 8 | tag. With a counter for a tag, the next rkey follows from one
+        # seen on the wire; the tags must look random (C rxe's do).
+        mrs = [MR(self.pd, 4096, LW | RW) for _ in range(64)]
+        tags = [mr.rkey & 0xff for mr in mrs]
+        for mr in mrs:
+            mr.close()
+        steps = [(b - a) & 0xff for a, b in zip(tags, tags[1:])]
+        # 63 steps of uniform bytes: the commonest step value shows up about 1-4 times.
+        common = max(steps.count(s) for s in set(steps))
+        self.assertLess(common, 16, f"tags {tags}")
+        self.assertGreater(len(set(tags)), 32, f"tags {tags}")
 
     def test_remote_write_needs_local_write(self):
         with self.assertRaises(PyverbsRDMAError) as ctx:
