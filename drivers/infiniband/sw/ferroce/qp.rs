@@ -13,6 +13,7 @@ use crate::{
     proto::{
         bth::pkey_matches,
         build::Path,
+        mtu::ib_mtu_bytes,
         opcode::{OpKind, Transport},
         packet::DropReason,
         wqe::{
@@ -862,8 +863,7 @@ fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
     let lim = &limits::DEVICE_LIMITS;
     let bad = (mask.has(AttrMask::PORT) && a.port != 1)
         || (mask.has(AttrMask::PKEY_INDEX) && a.pkey_index != 0)
-        // IB_MTU_256 ..= IB_MTU_4096.
-        || (mask.has(AttrMask::PATH_MTU) && !(1..=5).contains(&a.path_mtu))
+        || (mask.has(AttrMask::PATH_MTU) && ib_mtu_bytes(a.path_mtu).is_none())
         || (mask.has(AttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > lim.max_qp_init_rd_atom)
         || (mask.has(AttrMask::MAX_DEST_RD_ATOMIC) && u32::from(a.max_dest_rd_atomic) > lim.max_qp_rd_atom)
         || (mask.has(AttrMask::TIMEOUT) && a.timeout > 31)

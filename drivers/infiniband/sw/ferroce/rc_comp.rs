@@ -13,6 +13,7 @@ use crate::{
     cq::FerroceCq,
     device::Ferroce,
     proto::{
+        aeth::{Nak, Syndrome},
         opcode::OpKind,
         timeouts::{ack_timeout_us, rnr_delay_us},
         window::{read_response_fits, Kind, Place, ReadOutcome},
@@ -29,14 +30,6 @@ use kernel::{
     sync::Arc,
     time::{hrtimer::HrTimerPointer, Delta, Instant},
 };
-
-/// AETH syndromes (IBTA 9.7.5.1): the top three bits, and NAK codes.
-const AETH_ACK: u8 = 0;
-const AETH_RNR_NAK: u8 = 1;
-const AETH_NAK: u8 = 3;
-const NAK_PSN_SEQ: u8 = 0;
-const NAK_INVALID_REQUEST: u8 = 1;
-const NAK_REMOTE_ACCESS: u8 = 2;
 
 /// The shortest ACK timeout ferroce waits, whatever the QP asks: below it, a slow machine
 /// would resend what is merely queued.
@@ -235,9 +228,9 @@ fn on_ack(
 ) -> Result<bool, QpDrop> {
     let psn = pkt.bth.psn;
     let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
+    let syndrome = Syndrome::from_u8(aeth.syndrome).ok_or(QpDrop::BadState)?;
     let counters = &qp.device().data().counters;
-    let class = aeth.syndrome >> 5;
-    let place = if class == AETH_ACK {
+    let place = if syndrome.is_ack() {
         inner.req.win.place_ack(psn)
     } else {
         inner.req.win.place(psn)
@@ -250,38 +243,35 @@ fn on_ack(
         Place::Current => {}
     }
     let req = &mut inner.req;
-    match class {
-        AETH_ACK => req.win.ack(&mut req.flight, psn),
-        AETH_RNR_NAK => {
+    match syndrome {
+        Syndrome::Ack => req.win.ack(&mut req.flight, psn),
+        Syndrome::RnrNak { timer } => {
             counters.inc(Counter::RcvdRnrErr);
             req.win.nak(&mut req.flight, psn);
             // Resend when the peer's timer says; `on_timer` does it.
             req.rnr_wait = true;
-            arm(shared, inner, u64::from(rnr_delay_us(aeth.syndrome)));
+            arm(shared, inner, u64::from(rnr_delay_us(timer)));
         }
-        AETH_NAK => match aeth.syndrome & 0x1f {
-            NAK_PSN_SEQ => {
-                counters.inc(Counter::RcvdSeqErr);
-                req.win.nak(&mut req.flight, psn);
-            }
-            code => {
-                let status = match code {
-                    NAK_INVALID_REQUEST => {
-                        counters.inc(Counter::ReqRemoteInvalidRequest);
-                        WcStatus::RemInvReqErr
-                    }
-                    NAK_REMOTE_ACCESS => {
-                        counters.inc(Counter::ReqRemoteAccessErrors);
-                        WcStatus::RemAccessErr
-                    }
-                    _ => WcStatus::RemOpErr,
-                };
-                if req.win.fail_at(&mut req.flight, psn, status) {
-                    req.stopped = true;
+        Syndrome::Nak(Nak::PsnSequence) => {
+            counters.inc(Counter::RcvdSeqErr);
+            req.win.nak(&mut req.flight, psn);
+        }
+        Syndrome::Nak(nak) => {
+            let status = match nak {
+                Nak::InvalidRequest => {
+                    counters.inc(Counter::ReqRemoteInvalidRequest);
+                    WcStatus::RemInvReqErr
                 }
+                Nak::RemoteAccess => {
+                    counters.inc(Counter::ReqRemoteAccessErrors);
+                    WcStatus::RemAccessErr
+                }
+                _ => WcStatus::RemOpErr,
+            };
+            if req.win.fail_at(&mut req.flight, psn, status) {
+                req.stopped = true;
             }
-        },
-        _ => return Err(QpDrop::BadState),
+        }
     }
     Ok(false)
 }

@@ -13,6 +13,7 @@ use crate::{
     device::Ferroce,
     limits::MAX_MSG_SIZE,
     proto::{
+        aeth::Syndrome,
         opcode::Opcode,
         packet::{Aeth, BuildError, ExtHeaders},
         psn::Psn,
@@ -20,7 +21,7 @@ use crate::{
     },
     qp::{QpInner, QpShared},
     rc::{self, path_mtu},
-    rc_resp::{Refusal, SYNDROME_ACK},
+    rc_resp::Refusal,
     recv::Packet,
     sge,
     xmit::Xmit,
@@ -225,7 +226,7 @@ fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource)
     let bth = rc::bth(attr, op, r.first.add(i));
     let ext = ExtHeaders {
         aeth: (op != Opcode::RcReadResponseMiddle).then_some(Aeth {
-            syndrome: SYNDROME_ACK,
+            syndrome: Syndrome::Ack.to_u8(),
             msn: r.msn,
         }),
         ..ExtHeaders::default()

@@ -15,6 +15,7 @@ use crate::{
     cq::FerroceCq,
     device::Ferroce,
     proto::{
+        aeth::{Nak, Syndrome},
         opcode::{OpKind, Opcode},
         packet::{Aeth, ExtHeaders},
         psn::Psn,
@@ -31,14 +32,6 @@ use crate::{
     xmit::Xmit,
 };
 use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
-
-/// An ACK's AETH syndrome: no credit count (end-to-end flow control is not used).
-pub(crate) const SYNDROME_ACK: u8 = 0x1f;
-/// An RNR NAK's syndrome, before the timer code.
-const SYNDROME_RNR: u8 = 0x20;
-const SYNDROME_NAK_SEQ: u8 = 0x60;
-const SYNDROME_NAK_INVALID: u8 = 0x61;
-const SYNDROME_NAK_ACCESS: u8 = 0x62;
 
 /// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,11 +50,15 @@ pub(crate) enum Refusal {
 }
 
 impl Refusal {
-    fn syndrome(self, inner: &QpInner) -> u8 {
+    fn syndrome(self, inner: &QpInner) -> Syndrome {
         match self {
-            Refusal::NotReady => rnr(inner),
-            Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => SYNDROME_NAK_INVALID,
-            Refusal::Access => SYNDROME_NAK_ACCESS,
+            Refusal::NotReady => Syndrome::RnrNak {
+                timer: inner.attr.min_rnr_timer,
+            },
+            Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => {
+                Syndrome::Nak(Nak::InvalidRequest)
+            }
+            Refusal::Access => Syndrome::Nak(Nak::RemoteAccess),
         }
     }
 
@@ -143,7 +140,7 @@ fn request(
         counters.inc(Counter::OutOfSeqRequest);
         if !inner.resp.nak_sent {
             inner.resp.nak_sent = true;
-            ack(xmit, inner, expected, SYNDROME_NAK_SEQ);
+            ack(xmit, inner, expected, Syndrome::Nak(Nak::PsnSequence));
         }
         return;
     }
@@ -155,7 +152,7 @@ fn request(
             rc_read::duplicate(inner, pkt);
         } else if pkt.bth.ack_req {
             // Its ACK was lost (or is late): say again how far we are.
-            ack(xmit, inner, expected.add(Psn::MASK), SYNDROME_ACK);
+            ack(xmit, inner, expected.add(Psn::MASK), Syndrome::Ack);
         }
         return;
     }
@@ -181,7 +178,7 @@ fn request(
                 inner.resp.msn = (inner.resp.msn + 1) & Psn::MASK;
             }
             if pkt.bth.ack_req {
-                ack(xmit, inner, psn, SYNDROME_ACK);
+                ack(xmit, inner, psn, Syndrome::Ack);
             }
         }
         Err(refusal) => {
@@ -300,22 +297,17 @@ fn fail_on_receive_error(
 }
 
 /// Sends an ACK or NAK for `psn`.
-pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: u8) {
+pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: Syndrome) {
     let bth = rc::bth(&inner.attr, Opcode::RcAck, psn);
     let ext = ExtHeaders {
         aeth: Some(Aeth {
-            syndrome,
+            syndrome: syndrome.to_u8(),
             msn: inner.resp.msn,
         }),
         ..ExtHeaders::default()
     };
     // A lost ACK is resent when the requester asks again.
     let _ = xmit.send(&bth, &ext, &[]);
-}
-
-/// The RNR NAK syndrome with this QP's timer.
-fn rnr(inner: &QpInner) -> u8 {
-    SYNDROME_RNR | (inner.attr.min_rnr_timer & 0x1f)
 }
 
 /// Takes the next receive WQE, if one is posted.

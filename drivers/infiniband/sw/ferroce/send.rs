@@ -13,6 +13,7 @@ use crate::{
     proto::{
         bth::Bth,
         build::Path,
+        opcode::Opcode,
         packet::{Deth, ExtHeaders},
         psn::Psn,
         wqe::{
@@ -24,10 +25,6 @@ use crate::{
     sge,
 };
 use kernel::{prelude::*, rdma::qp::Qp};
-
-/// UD opcodes.
-const UD_SEND_ONLY: u8 = 0x64;
-const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
 
 /// What a checked UD WQE asks for.
 struct UdWork {
@@ -208,13 +205,13 @@ fn transmit(
     psn: &mut u32,
 ) -> Result {
     let opcode = if w.imm.is_some() {
-        UD_SEND_ONLY_WITH_IMM
+        Opcode::UdSendOnlyImm
     } else {
-        UD_SEND_ONLY
+        Opcode::UdSendOnly
     };
     let bth = Bth {
         solicited: w.solicited,
-        ..Bth::new(opcode, w.remote_qpn, Psn::new(*psn))
+        ..Bth::new(opcode as u8, w.remote_qpn, Psn::new(*psn))
     };
     *psn = Psn::new(*psn).add(1).get();
     // A Q_Key with the high bit set means "use the QP's own" (IBTA 10.2.5).

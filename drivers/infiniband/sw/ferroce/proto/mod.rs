@@ -5,6 +5,7 @@
 //! Every file under `proto/` is compiled twice: into the kernel module and into the host crate
 //! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
 
+pub(crate) mod aeth;
 pub(crate) mod bth;
 pub(crate) mod build;
 pub(crate) mod eui64;

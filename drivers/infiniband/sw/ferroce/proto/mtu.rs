@@ -9,6 +9,15 @@ pub(crate) const ROCE_MAX_HDR_LEN: u32 = 80;
 /// IB MTU sizes, in bytes, from the largest down.
 const IB_MTUS: [u32; 5] = [4096, 2048, 1024, 512, 256];
 
+/// The bytes of an `enum ib_mtu` value (`IB_MTU_256` = 1 ... `IB_MTU_4096` = 5); `None` for
+/// any other.
+pub(crate) const fn ib_mtu_bytes(code: u32) -> Option<u32> {
+    match code {
+        1..=5 => Some(256 << (code - 1)),
+        _ => None,
+    }
+}
+
 /// The largest IB MTU (in bytes) whose packets fit `link_mtu`; 256 if none does.
 pub(crate) fn ib_mtu_for_link(link_mtu: u32) -> u32 {
     let room = link_mtu.saturating_sub(ROCE_MAX_HDR_LEN);
@@ -17,7 +26,14 @@ pub(crate) fn ib_mtu_for_link(link_mtu: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::ib_mtu_for_link;
+    use super::{ib_mtu_bytes, ib_mtu_for_link};
+
+    #[test]
+    fn ib_mtu_codes() {
+        let bytes: Vec<_> = (0..=6).map(ib_mtu_bytes).collect();
+        let want = [None, Some(256), Some(512), Some(1024), Some(2048), Some(4096), None];
+        assert_eq!(bytes, want);
+    }
 
     #[test]
     fn rxe_compatible_mtus() {
