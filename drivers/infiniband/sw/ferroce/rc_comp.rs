@@ -77,6 +77,15 @@ fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     }
 }
 
+/// A read response that lands nothing (one answered already, or past a gap) still shows the
+/// responder working through this QP's READs, for instance answering again a READ that a timeout
+/// asked for while its first responses were on the way: the timeout starts over, the retry
+/// budget does not refill. Without this, a responder busy resending a long READ looks dead to
+/// every READ queued behind it, and the retries run out (issue 15's READ under spray).
+fn responder_at_work(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    touch_ack(shared, inner);
+}
+
 fn stop_timer(inner: &mut QpInner) {
     inner.timer = None;
     inner.req.due = None;
@@ -286,16 +295,23 @@ fn on_read_response(
     let psn = pkt.bth.psn;
     match inner.req.win.place(psn) {
         Place::Beyond => return Err(QpDrop::BadPsn),
-        Place::Old => return Ok(false),
+        Place::Old => {
+            if inner.req.win.recent(psn) {
+                responder_at_work(shared, inner);
+            }
+            return Ok(false);
+        }
         Place::Current => {}
     }
     let req = &mut inner.req;
     let (idx, index) = match req.win.read_response(&mut req.flight, psn) {
         ReadOutcome::Next { idx, index } => (idx, index),
         // A gap asked for the missing responses (once); a duplicate is nothing new.
-        ReadOutcome::Gap { .. } | ReadOutcome::Duplicate | ReadOutcome::NotOurs => {
-            return Ok(false)
+        ReadOutcome::Gap { .. } | ReadOutcome::Duplicate => {
+            responder_at_work(shared, inner);
+            return Ok(false);
         }
+        ReadOutcome::NotOurs => return Ok(false),
     };
     let Some(sent) = req.flight.get_mut(idx) else {
         return Ok(false);

@@ -23,6 +23,11 @@ pub(crate) const WINDOW: i32 = 256;
 /// first out-of-order response would make the peer send everything from there twice.
 pub(crate) const REORDER_SLACK: u32 = 16;
 
+/// How far behind `una` a read response may lie and still show the responder at work on this
+/// QP's READs (answering a READ asked again while its first responses were on the way). Far
+/// less than the PSN half-space, so a response forged at a random old PSN shows nothing.
+pub(crate) const RECENT: i32 = 1 << 20;
+
 /// What a started WQE asks the peer to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -304,6 +309,12 @@ impl Window {
         }
     }
 
+    /// Whether an old read response (placed [`Place::Old`]) is recent enough to show the
+    /// responder at work (see [`RECENT`]).
+    pub(crate) fn recent(&self, psn: Psn) -> bool {
+        psn.before(self.una) && psn.diff(self.una) >= -RECENT
+    }
+
     /// Where a NAK's or read response's PSN (a request it answers) lies.
     pub(crate) fn place(&self, psn: Psn) -> Place {
         if psn.diff(self.sent_end) >= 0 {
@@ -515,6 +526,23 @@ mod tests {
         // A NAK names a request: the one at `una` or later.
         assert_eq!(w.place(psn(101)), Place::Old);
         assert_eq!(w.place(psn(102)), Place::Current);
+    }
+
+    #[test]
+    fn old_responses_are_recent_only_near_una() {
+        let (mut w, mut e) = sent(0xff_fff0, &[(Kind::Read, 64)]);
+        for i in 0..64 {
+            w.read_landed(&mut e, 0, i);
+        }
+        // `una` wrapped to 0x30: the READ's own responses are recent, across the wrap.
+        assert_eq!(w.una(), psn(0x30));
+        assert!(w.recent(psn(0xff_fff0)) && w.recent(psn(0x2f)));
+        assert!(!w.recent(psn(0x30)), "not old");
+        let back = |n: u32| Psn::new(0x30).add(Psn::MASK + 1 - n);
+        assert!(w.recent(back(RECENT as u32)));
+        assert!(!w.recent(back(RECENT as u32 + 1)));
+        // The spray's "behind" responses, 2^21..2^22 back, are not.
+        assert!(!w.recent(back(1 << 21)));
     }
 
     #[test]
