@@ -140,6 +140,41 @@ class InjectedRequests(Injecting, unittest.TestCase):
         self.inject("rc_read", (rd,), psn=RQ_PSN + 1, **good)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.5), [], "nothing completed")
 
+    def test_an_answer_waits_behind_read_responses(self):
+        # Responses leave in PSN order (IBA 9.7.5.1.1): the sequence NAK for a request that
+        # comes right after a long READ goes out after the READ's last response, not among
+        # them, or the requester would take the responses still to come for lost ones. (The
+        # request waits in the QP's backlog while the READ is answered.)
+        length = 1 << 20
+        npkts = length // 1024
+        big = MR(self.ep.pd, length, REMOTE)
+        qpn = self.ep.qp.qp_num
+        read = peer().packet("rc_read", qpn=qpn, psn=RQ_PSN, rkey=big.rkey, va=big.buf,
+                             length=length)
+        ahead = peer().packet("rc_write", qpn=qpn, psn=RQ_PSN + npkts + 8, rkey=big.rkey,
+                              va=big.buf, length=16)
+
+        def is_response(op):
+            return roce_inject.RC_RDMA_READ_RESPONSE_FIRST <= op \
+                <= roce_inject.RC_RDMA_READ_RESPONSE_ONLY
+
+        def done(got):
+            ops = [op for op, _, _ in got]
+            return roce_inject.RC_ACKNOWLEDGE in ops and sum(map(is_response, ops)) == npkts
+
+        with roce_inject.Capture(PEER_NS, ADDR) as cap:
+            # Both queued at once, so the second is taken while the READ is answered.
+            peer().send_burst([read, ahead])
+            got = cap.packets(done, 30)
+        big.close()
+        responses = [i for i, (op, _, _) in enumerate(got) if is_response(op)]
+        naks = [(i, psn, syn) for i, (op, psn, syn) in enumerate(got)
+                if op == roce_inject.RC_ACKNOWLEDGE]
+        self.assertEqual(len(responses), npkts, "every read response captured")
+        self.assertEqual([(p, s) for _, p, s in naks], [(RQ_PSN + npkts, 0x60)])
+        self.assertGreater(naks[0][0], responses[-1],
+                           f"the NAK left after {naks[0][0]} of {npkts} read responses")
+
     def test_a_write_whose_region_goes_midway_lands_no_more(self):
         # The region is deregistered between the first and last packets of a WRITE: the last
         # writes nothing, and the region's pages are unpinned in process context (with

@@ -23,6 +23,7 @@ import os
 import socket
 import struct
 import sys
+import time
 import zlib
 
 ROCE_PORT = 4791
@@ -39,6 +40,8 @@ RC_RDMA_WRITE_FIRST = 0x06
 RC_RDMA_WRITE_LAST = 0x08
 RC_RDMA_WRITE_ONLY = 0x0a
 RC_RDMA_READ_REQUEST = 0x0c
+RC_RDMA_READ_RESPONSE_FIRST = 0x0d
+RC_RDMA_READ_RESPONSE_ONLY = 0x10
 RC_ACKNOWLEDGE = 0x11
 UC_SEND_FIRST = 0x20
 UC_SEND_MIDDLE = 0x21
@@ -283,8 +286,94 @@ class Sender:
         for _ in range(count):
             self.sock.sendto(data, (dst or self.args.dst, 0))
 
+    def send_burst(self, pkts):
+        """Sends IPv4 PKTS in one sendmmsg() call, microseconds apart: the receiver has them
+        all queued before it takes the first (one sendto() each lets it finish the first)."""
+        assert self.v4, "send_burst is IPv4 only"
+        addr = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 0) \
+            + socket.inet_aton(self.args.dst) + bytes(8)
+        name = ctypes.create_string_buffer(addr, len(addr))
+        bufs = [ctypes.create_string_buffer(p, len(p)) for p in pkts]
+        iovs = (_Iovec * len(pkts))(*[_Iovec(ctypes.addressof(b), len(p))
+                                      for b, p in zip(bufs, pkts)])
+        msgs = (_Mmsghdr * len(pkts))()
+        for i in range(len(pkts)):
+            msgs[i].hdr.name = ctypes.addressof(name)
+            msgs[i].hdr.namelen = len(addr)
+            msgs[i].hdr.iov = ctypes.pointer(iovs[i])
+            msgs[i].hdr.iovlen = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        n = libc.sendmmsg(self.sock.fileno(), msgs, len(pkts), 0)
+        if n != len(pkts):
+            raise OSError(ctypes.get_errno(), f"sendmmsg sent {n} of {len(pkts)}")
+
     def close(self):
         self.sock.close()
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _Msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(_Iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+
+
+class _Mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", _Msghdr), ("len", ctypes.c_uint)]
+
+
+class Capture:
+    """RoCEv2 packets from SRC (IPv4) as they arrive in namespace NS: an AF_PACKET socket sees
+    them ahead of the UDP stack, whoever holds port 4791 there."""
+
+    SO_RCVBUFFORCE = 33
+    PACKET_OUTGOING = 4
+
+    def __init__(self, ns, src):
+        self.src = socket.inet_aton(src)
+
+        def open_():
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0800))
+            # Room for a burst of a few thousand MTU-sized packets while Python catches up.
+            s.setsockopt(socket.SOL_SOCKET, self.SO_RCVBUFFORCE, 64 << 20)
+            return s
+        self.sock = in_netns(ns, open_)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+    def packets(self, done, seconds):
+        """(opcode, psn, AETH syndrome or None) of each packet in arrival order, until
+        done(list so far) or SECONDS pass."""
+        got = []
+        self.sock.settimeout(0.2)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not done(got):
+            try:
+                data, addr = self.sock.recvfrom(65536)
+            except socket.timeout:
+                continue
+            if addr[2] == self.PACKET_OUTGOING or len(data) < IPV4_HDR_LEN:
+                continue
+            ihl = (data[0] & 0xf) * 4
+            udp = data[ihl:ihl + 8]
+            if data[9] != 17 or data[12:16] != self.src or len(udp) < 8 \
+                    or struct.unpack("!H", udp[2:4])[0] != ROCE_PORT:
+                continue
+            b = data[ihl + 8:]
+            if len(b) < BTH_LEN:
+                continue
+            psn = struct.unpack("!I", b[8:12])[0] & 0xffffff
+            syndrome = b[BTH_LEN] if b[0] == RC_ACKNOWLEDGE and len(b) > BTH_LEN else None
+            got.append((b[0], psn, syndrome))
+        return got
 
 
 def int_arg(s):
