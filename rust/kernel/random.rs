@@ -4,18 +4,13 @@
 //!
 //! C header: [`include/linux/random.h`](srctree/include/linux/random.h)
 
-/// A uniformly random `u8`. Any context; never blocks.
+/// A uniformly random `u8`, for values a remote party must not predict (such as the key bits of
+/// an RDMA memory region).
 ///
-/// For values a remote party must not predict, such as the key bits of an RDMA memory region.
+/// Never blocks; callable from process, softirq and hard-IRQ context (it takes a local lock of
+/// its own, so not from NMI, nor on PREEMPT_RT with a raw spinlock held).
 #[inline]
 pub fn get_random_u8() -> u8 {
-    // SAFETY: `get_random_u8` has no preconditions and may be called from any context.
+    // SAFETY: `get_random_u8` has no memory-safety preconditions.
     unsafe { crate::bindings::get_random_u8() }
-}
-
-/// A uniformly random `u32`. Any context; never blocks.
-#[inline]
-pub fn get_random_u32() -> u32 {
-    // SAFETY: `get_random_u32` has no preconditions and may be called from any context.
-    unsafe { crate::bindings::get_random_u32() }
 }

@@ -31,7 +31,15 @@ mod tests {
     #[test]
     fn ib_mtu_codes() {
         let bytes: Vec<_> = (0..=6).map(ib_mtu_bytes).collect();
-        let want = [None, Some(256), Some(512), Some(1024), Some(2048), Some(4096), None];
+        let want = [
+            None,
+            Some(256),
+            Some(512),
+            Some(1024),
+            Some(2048),
+            Some(4096),
+            None,
+        ];
         assert_eq!(bytes, want);
     }
 
