@@ -269,8 +269,11 @@ pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
 /// the READs after it may be fine, and asking for them again would double their traffic.
 fn send_asks(inner: &mut QpInner, xmit: &Xmit<'_>) {
     let attr = inner.attr;
-    for sent in inner.req.flight.iter_mut() {
+    let req = &mut inner.req;
+    for sent in req.flight.iter_mut() {
         if let Some(from) = sent.entry.take_ask() {
+            req.win
+                .asked_again(sent.entry.first().add(from), sent.entry.end());
             // A lost request is asked again by the timer.
             let _ = send_read_request(xmit, &attr, sent, from);
         }

@@ -77,11 +77,12 @@ fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     }
 }
 
-/// A read response that lands nothing (one answered already, or past a gap) still shows the
-/// responder working through this QP's READs, for instance answering again a READ that a timeout
-/// asked for while its first responses were on the way: the timeout starts over, the retry
-/// budget does not refill. Without this, a responder busy resending a long READ looks dead to
-/// every READ queued behind it, and the retries run out (issue 15's READ under spray).
+/// A read response that lands nothing but answers what was last asked for again (see
+/// [`crate::proto::window::Window::shows_work`]) shows the responder at work, answering again
+/// a READ asked for while its first responses were on the way: the timeout starts over, the
+/// retry budget does not refill. Without this, a responder busy resending a long READ looks
+/// dead to every READ queued behind it, and the retries run out (issue 15's READ under spray).
+/// A blind forger must hit the PSNs asked again to use it.
 fn responder_at_work(shared: &Arc<QpShared>, inner: &mut QpInner) {
     touch_ack(shared, inner);
 }
@@ -296,7 +297,7 @@ fn on_read_response(
     match inner.req.win.place(psn) {
         Place::Beyond => return Err(QpDrop::BadPsn),
         Place::Old => {
-            if inner.req.win.recent(psn) {
+            if inner.req.win.shows_work(psn) {
                 responder_at_work(shared, inner);
             }
             return Ok(false);
@@ -308,7 +309,9 @@ fn on_read_response(
         ReadOutcome::Next { idx, index } => (idx, index),
         // A gap asked for the missing responses (once); a duplicate is nothing new.
         ReadOutcome::Gap { .. } | ReadOutcome::Duplicate => {
-            responder_at_work(shared, inner);
+            if inner.req.win.shows_work(psn) {
+                responder_at_work(shared, inner);
+            }
             return Ok(false);
         }
         ReadOutcome::NotOurs => return Ok(false),

@@ -23,11 +23,6 @@ pub(crate) const WINDOW: i32 = 256;
 /// first out-of-order response would make the peer send everything from there twice.
 pub(crate) const REORDER_SLACK: u32 = 16;
 
-/// How far behind `una` a read response may lie and still show the responder at work on this
-/// QP's READs (answering a READ asked again while its first responses were on the way). Far
-/// less than the PSN half-space, so a response forged at a random old PSN shows nothing.
-pub(crate) const RECENT: i32 = 1 << 20;
-
 /// What a started WQE asks the peer to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -240,6 +235,9 @@ pub(crate) struct Window {
     nxt: Psn,
     end: Psn,
     sent_end: Psn,
+    /// The read response PSNs last asked for again (from, to): answers in it that land nothing
+    /// show the responder at work on what was asked (see [`Window::shows_work`]).
+    again: Option<(Psn, Psn)>,
 }
 
 impl Window {
@@ -250,6 +248,7 @@ impl Window {
             nxt: psn,
             end: psn,
             sent_end: psn,
+            again: None,
         }
     }
 
@@ -309,10 +308,24 @@ impl Window {
         }
     }
 
-    /// Whether an old read response (placed [`Place::Old`]) is recent enough to show the
-    /// responder at work (see [`RECENT`]).
-    pub(crate) fn recent(&self, psn: Psn) -> bool {
-        psn.before(self.una) && psn.diff(self.una) >= -RECENT
+    /// Read responses `from..to` were asked for again.
+    pub(crate) fn asked_again(&mut self, from: Psn, to: Psn) {
+        self.again = Some(match self.again {
+            None => (from, to),
+            Some((f, t)) => (
+                if from.before(f) { from } else { f },
+                if t.before(to) { to } else { t },
+            ),
+        });
+    }
+
+    /// Whether a read response that lands nothing (old, a duplicate, past a gap) answers what
+    /// was last asked for again: the responder is at work on it (a READ asked again while its
+    /// first responses were on the way is answered again whole). A response forged at a PSN
+    /// nobody asked for again shows nothing.
+    pub(crate) fn shows_work(&self, psn: Psn) -> bool {
+        self.again
+            .is_some_and(|(from, to)| !psn.before(from) && psn.before(to))
     }
 
     /// Where a NAK's or read response's PSN (a request it answers) lies.
@@ -343,6 +356,7 @@ impl Window {
         self.ack(entries, psn.add(Psn::MASK));
         if !psn.before(self.una) && psn.diff(self.sent_end) < 0 {
             self.nxt = psn;
+            self.asked_again(psn, self.sent_end);
         }
     }
 
@@ -425,6 +439,7 @@ impl Window {
             e.passed = 0;
         }
         self.nxt = self.una;
+        self.again = Some((self.una, self.sent_end));
     }
 
     /// Moves `una` to the first PSN not answered; returns whether it moved.
@@ -438,6 +453,10 @@ impl Window {
             return false;
         }
         self.una = una;
+        if una == self.sent_end {
+            // Everything answered: nothing waits for what was asked again.
+            self.again = None;
+        }
         if self.nxt.before(una) {
             self.nxt = una;
         }
@@ -529,20 +548,31 @@ mod tests {
     }
 
     #[test]
-    fn old_responses_are_recent_only_near_una() {
-        let (mut w, mut e) = sent(0xff_fff0, &[(Kind::Read, 64)]);
-        for i in 0..64 {
+    fn only_what_was_asked_again_shows_the_responder_at_work() {
+        let (mut w, mut e) = sent(0xff_fff0, &[(Kind::Read, 64), (Kind::Read, 4)]);
+        // Nothing asked again: no response shows anything.
+        assert!(!w.shows_work(psn(0xff_fff0)));
+        for i in 0..10 {
             w.read_landed(&mut e, 0, i);
         }
-        // `una` wrapped to 0x30: the READ's own responses are recent, across the wrap.
-        assert_eq!(w.una(), psn(0x30));
-        assert!(w.recent(psn(0xff_fff0)) && w.recent(psn(0x2f)));
-        assert!(!w.recent(psn(0x30)), "not old");
-        let back = |n: u32| Psn::new(0x30).add(Psn::MASK + 1 - n);
-        assert!(w.recent(back(RECENT as u32)));
-        assert!(!w.recent(back(RECENT as u32 + 1)));
-        // The spray's "behind" responses, 2^21..2^22 back, are not.
-        assert!(!w.recent(back(1 << 21)));
+        w.rewind(&mut e);
+        // Asked again from `una` to what was sent, across the wrap.
+        assert!(w.shows_work(psn(0xff_fffa)) && w.shows_work(psn(0x33)));
+        assert!(!w.shows_work(psn(0xff_fff9)) && !w.shows_work(psn(0x34)));
+        assert!(!w.shows_work(psn(0x34 + (1 << 21))), "a forged far PSN");
+        // The first READ completes; its responses sent again still show work.
+        for i in 10..64 {
+            w.read_landed(&mut e, 0, i);
+        }
+        assert!(w.una() == psn(0x30) && w.shows_work(psn(0xff_fffa)));
+        // Everything answered: nothing is asked again any more.
+        for i in 0..4 {
+            w.read_landed(&mut e, 1, i);
+        }
+        assert!(!w.shows_work(psn(0x31)));
+        w.asked_again(psn(5), psn(9));
+        w.asked_again(psn(2), psn(6));
+        assert!(w.shows_work(psn(2)) && w.shows_work(psn(8)) && !w.shows_work(psn(9)));
     }
 
     #[test]
