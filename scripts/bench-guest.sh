@@ -67,6 +67,15 @@ gid_index() {
 	echo 1
 }
 
+# The TSC rate the kernel calibrated once at boot, for latency in cycles (see perftest()).
+tsc_mhz=$(dmesg | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
+[ -n "$tsc_mhz" ] || tsc_mhz=$(dmesg | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n 1)
+if [ -n "$tsc_mhz" ]; then
+	echo "# bench: latency from TSC cycles at the kernel's $tsc_mhz MHz"
+else
+	echo "# bench: no TSC rate in the kernel log; latency as perftest converts it"
+fi
+
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
 	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val rc
@@ -74,7 +83,10 @@ perftest() {
 	# Duration mode measures between margins (-f) at both ends: perftest's default margin of
 	# 2 s left a 2 s run nothing to measure, which it printed as 0 Gb/s.
 	local mode=(-D $((secs + 2)) -f 1)
-	[[ $tool == *_lat ]] && mode=(-n 1000)
+	# Latency in TSC cycles (-C), turned into microseconds here: perftest's own conversion
+	# calibrates the TSC against gettimeofday per run, gives 0 MHz when the fit is poor (about one
+	# run in twelve under TCG) and then prints "inf" and exits 0.
+	[[ $tool == *_lat ]] && mode=(-n 1000 ${tsc_mhz:+-C})
 	g0=$(gid_index bn0 r0 $ip0) g1=$(gid_index bn1 r1 $ip1)
 	ip netns exec bn1 timeout 90 "$tool" -d r1 -x "$g1" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits >/dev/null 2>&1 &
@@ -94,7 +106,8 @@ perftest() {
 	# The result row starts with the message size; bandwidth tools give BW average in column 4,
 	# latency tools t_typical in column 5.
 	if [[ $tool == *_lat ]]; then
-		val=$(echo "$res" | awk -v s="$size" '$1 == s && NF >= 5 {print $5; exit}')
+		val=$(echo "$res" | awk -v s="$size" -v mhz="${tsc_mhz:-1}" \
+			'$1 == s && NF >= 5 {if ($5 ~ /^[0-9.]+$/ && mhz != 1) printf "%.2f\n", $5 / mhz; else print $5; exit}')
 		unit=us
 	else
 		val=$(echo "$res" | awk -v s="$size" '$1 == s && NF >= 4 {print $4; exit}')
