@@ -106,8 +106,9 @@ perftest() {
 	# The result row starts with the message size; bandwidth tools give BW average in column 4,
 	# latency tools t_typical in column 5.
 	if [[ $tool == *_lat ]]; then
-		val=$(echo "$res" | awk -v s="$size" -v mhz="${tsc_mhz:-1}" \
-			'$1 == s && NF >= 5 {if ($5 ~ /^[0-9.]+$/ && mhz != 1) printf "%.2f\n", $5 / mhz; else print $5; exit}')
+		# With -C the figure is in cycles.
+		val=$(echo "$res" | awk -v s="$size" -v mhz="$tsc_mhz" \
+			'$1 == s && NF >= 5 {if (mhz != "" && $5 ~ /^[0-9.]+$/) printf "%.2f\n", $5 / mhz; else print $5; exit}')
 		unit=us
 	else
 		val=$(echo "$res" | awk -v s="$size" '$1 == s && NF >= 4 {print $4; exit}')

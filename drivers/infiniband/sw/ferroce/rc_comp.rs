@@ -15,6 +15,7 @@ use crate::{
     proto::{
         aeth::{Nak, Syndrome},
         opcode::OpKind,
+        psn::Psn,
         timeouts::{ack_timeout_us, rnr_delay_us},
         window::{read_response_fits, Kind, Place, ReadOutcome},
         wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
@@ -77,14 +78,16 @@ fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     }
 }
 
-/// A read response that lands nothing but answers what was last asked for again (see
+/// A read response at `psn` that lands nothing but answers what was last asked for again (see
 /// [`crate::proto::window::Window::shows_work`]) shows the responder at work, answering again
 /// a READ asked for while its first responses were on the way: the timeout starts over, the
 /// retry budget does not refill. Without this, a responder busy resending a long READ looks
 /// dead to every READ queued behind it, and the retries run out (issue 15's READ under spray).
 /// A blind forger must hit the PSNs asked again to use it.
-fn responder_at_work(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    touch_ack(shared, inner);
+fn landed_nothing(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
+    if inner.req.win.shows_work(psn) {
+        touch_ack(shared, inner);
+    }
 }
 
 fn stop_timer(inner: &mut QpInner) {
@@ -297,9 +300,7 @@ fn on_read_response(
     match inner.req.win.place(psn) {
         Place::Beyond => return Err(QpDrop::BadPsn),
         Place::Old => {
-            if inner.req.win.shows_work(psn) {
-                responder_at_work(shared, inner);
-            }
+            landed_nothing(shared, inner, psn);
             return Ok(false);
         }
         Place::Current => {}
@@ -309,9 +310,7 @@ fn on_read_response(
         ReadOutcome::Next { idx, index } => (idx, index),
         // A gap asked for the missing responses (once); a duplicate is nothing new.
         ReadOutcome::Gap { .. } | ReadOutcome::Duplicate => {
-            if inner.req.win.shows_work(psn) {
-                responder_at_work(shared, inner);
-            }
+            landed_nothing(shared, inner, psn);
             return Ok(false);
         }
         ReadOutcome::NotOurs => return Ok(false),

@@ -52,6 +52,9 @@ UD_SEND_ONLY = 0x64
 CNP = 0x81
 UNKNOWN_OPCODE = 0x1f
 
+# setns() and sendmmsg(), which Python's os and socket modules lack (3.11).
+LIBC = ctypes.CDLL(None, use_errno=True)
+
 BAD_QPN = 0xabcdef
 PAYLOAD = bytes(range(16))
 
@@ -231,17 +234,16 @@ def open_socket(args):
 def in_netns(ns, fn):
     """fn(), called with this thread in the network namespace NS (`ip netns` name); a socket
     it opens stays in NS."""
-    libc = ctypes.CDLL(None, use_errno=True)
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
         try:
-            if libc.setns(target, CLONE_NEWNET):
+            if LIBC.setns(target, CLONE_NEWNET):
                 raise OSError(ctypes.get_errno(), f"setns {ns}")
             try:
                 return fn()
             finally:
-                if libc.setns(own, CLONE_NEWNET):
+                if LIBC.setns(own, CLONE_NEWNET):
                     raise OSError(ctypes.get_errno(), "setns back")
         finally:
             os.close(target)
@@ -302,8 +304,7 @@ class Sender:
             msgs[i].hdr.namelen = len(addr)
             msgs[i].hdr.iov = ctypes.pointer(iovs[i])
             msgs[i].hdr.iovlen = 1
-        libc = ctypes.CDLL(None, use_errno=True)
-        n = libc.sendmmsg(self.sock.fileno(), msgs, len(pkts), 0)
+        n = LIBC.sendmmsg(self.sock.fileno(), msgs, len(pkts), 0)
         if n != len(pkts):
             raise OSError(ctypes.get_errno(), f"sendmmsg sent {n} of {len(pkts)}")
 
