@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Sprays forged RoCEv2 packets at live RC QPs while a process still runs.
 
-  ferroce_spray.py NS PID RATE TARGET...
+  ferroce_spray.py NS PID[,PID...] RATE TARGET...
   TARGET = DST,QPN,PEER,SQ_PSN,RQ_PSN   (SQ_PSN, RQ_PSN: the QP's as `rdma res show qp` gave them)
   ferroce_spray.py qps DEV...           waits (up to 30 s) until each DEV has an RC QP in RTS;
                                         prints "QPN SQ_PSN RQ_PSN" for each, in order
 
-From the namespace NS (IPv4, spoofed sources), until process PID exits, at about RATE packets a
+From the namespace NS (IPv4, spoofed sources), until one of the PIDs exits or SIGTERM comes, at
+about RATE packets a
 second (0: as fast as it can), each target QP at DST gets packets that claim to come from its real PEER:
   - responses, "ahead": ACK, every NAK code, RNR NAKs and READ responses (first, middle, last,
     only) with PSNs 2^21..2^22 past SQ_PSN; nothing sent has them, each must be dropped as
@@ -18,13 +19,15 @@ second (0: as fast as it can), each target QP at DST gets packets that claim to 
     that is outstanding;
 and, at the QP's current PSNs, responses from an address that is not the peer
 (rcvd_drop_bad_address) and from the peer with a P_Key it does not have (rcvd_drop_bad_pkey).
-A live transfer between the QPs must not notice. Prints, per target, how many of each went out:
+A live transfer between the QPs must not notice. Says "spraying" on stderr when it starts, and
+at the end prints, per target, how many of each went out:
 "DST qpn=Q ahead_responses=N ahead_requests=N behind_requests=N stranger=N bad_pkey=N total=N".
 """
 
 import json
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -142,7 +145,10 @@ def main():
         return wait_qps(sys.argv[2:])
     if len(sys.argv) < 5:
         sys.exit(__doc__)
-    ns, pid, rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    ns, rate = sys.argv[1], int(sys.argv[3])
+    pids = [int(p) for p in sys.argv[2].split(",")]
     targets = []
     for t in sys.argv[4:]:
         dst, qpn, peer, sq_psn, rq_psn = t.split(",")
@@ -156,7 +162,8 @@ def main():
     sent = {t: {} for t in pools}
     batch = 32
     i = 0
-    while alive(pid):
+    print("spraying", file=sys.stderr, flush=True)
+    while not stop and all(alive(p) for p in pids):
         start = time.monotonic()
         for (dst, qpn), pkts in pools.items():
             for kind, pkt in pkts[i % len(pkts):i % len(pkts) + batch]:

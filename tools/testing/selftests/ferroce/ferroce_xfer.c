@@ -16,7 +16,11 @@
  * -w WINDOW (messages per batch), -m MTU (256..4096), -p TCP_PORT, --seed N,
  * --corrupt N (the side that produces message N spoils one of its bytes: the check must fail),
  * --allow-loss (UC/UD: lost messages are counted, not failed; delivered ones are still checked),
- * --timeout SECONDS (per batch).
+ * --timeout SECONDS (per batch), --ack-timeout CODE (the RC QP's local ACK timeout, IBA's
+ * 4.096 us << CODE; default 14, 67 ms), --start-on FILE (with the QP ready, start the transfer once FILE
+ * exists), --hold FILE (after the transfer and its report, keep the QP until FILE exists): a
+ * test sets up and reads counters around a transfer while its QPs are there. Each waits 120 s
+ * at most.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -45,8 +49,8 @@ enum transport { RC, UC, UD };
 enum op { OP_SEND, OP_WRITE, OP_READ };
 
 static struct {
-	const char *dev, *server;
-	int gid_index, port, mtu, timeout;
+	const char *dev, *server, *start_on, *hold;
+	int gid_index, port, mtu, timeout, ack_timeout;
 	enum transport tp;
 	enum op op;
 	uint32_t sizes[MAX_SIZES];
@@ -56,7 +60,7 @@ static struct {
 	uint64_t seed;
 	bool allow_loss;
 } opt = {
-	.port = 18600, .mtu = 1024, .timeout = 60, .tp = RC, .op = OP_SEND,
+	.port = 18600, .mtu = 1024, .timeout = 60, .ack_timeout = 14, .tp = RC, .op = OP_SEND,
 	.sizes = { 4096 }, .nsizes = 1, .messages = 100, .corrupt = -1, .window = 16,
 	.seed = 0x5eed,
 };
@@ -363,7 +367,7 @@ static void connect_qp(struct ctx *c)
 		die("RTR: %s", strerror(errno));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = c->self.psn;
-	a.timeout = 14;
+	a.timeout = opt.ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 16;
@@ -595,18 +599,28 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 	lost += n - got;
 }
 
+/* Waits (120 s at most) until PATH, if given, exists. */
+static void wait_for(const char *path)
+{
+	for (int i = 0; path && i < 2400 && access(path, F_OK); i++)
+		usleep(50000);
+}
+
 static void usage(void)
 {
 	die("usage: ferroce_xfer -d DEV -g GID_INDEX [-t rc|uc|ud] [-o send|write|read] "
 	    "[-s SIZE[,SIZE..]] [-n MESSAGES] [-w WINDOW] [-m MTU] [-p PORT] [--seed N] "
-	    "[--corrupt N] [--allow-loss] [--timeout S] [SERVER]");
+	    "[--corrupt N] [--allow-loss] [--timeout S] [--ack-timeout CODE] [--start-on FILE] "
+	    "[--hold FILE] [SERVER]");
 }
 
 static void parse(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "seed", 1, NULL, 'S' }, { "corrupt", 1, NULL, 'C' },
-		{ "allow-loss", 0, NULL, 'L' }, { "timeout", 1, NULL, 'T' }, { 0 },
+		{ "allow-loss", 0, NULL, 'L' }, { "timeout", 1, NULL, 'T' },
+		{ "ack-timeout", 1, NULL, 'A' }, { "start-on", 1, NULL, 'W' },
+		{ "hold", 1, NULL, 'H' }, { 0 },
 	};
 	int ch;
 
@@ -636,6 +650,9 @@ static void parse(int argc, char **argv)
 		case 'C': opt.corrupt = atol(optarg); break;
 		case 'L': opt.allow_loss = true; break;
 		case 'T': opt.timeout = atoi(optarg); break;
+		case 'A': opt.ack_timeout = atoi(optarg); break;
+		case 'W': opt.start_on = optarg; break;
+		case 'H': opt.hold = optarg; break;
 		default: usage();
 		}
 	}
@@ -671,6 +688,7 @@ int main(int argc, char **argv)
 	if (!initiator && opt.op != OP_READ)
 		for (long i = 0; i < opt.window; i++)
 			repost(&c, i);
+	wait_for(opt.start_on);
 	tell(c.fd, 'R');
 	await(c.fd, 'R');
 
@@ -711,6 +729,8 @@ int main(int argc, char **argv)
 	} else {
 		printf("ferroce_xfer: sent %ld messages in %.2f s\n", opt.messages, secs);
 	}
+	fflush(stdout);
+	wait_for(opt.hold);
 	if (c.outstanding_events)
 		ibv_ack_cq_events(c.cq, c.outstanding_events);
 	if (mismatches)
