@@ -60,7 +60,9 @@ fi
 
 timed "host tests (rustfmt)"
 # As the kernel's .rustfmt.toml says (edition 2021, the defaults).
-if find "$FERROCE_ROOT/drivers/infiniband/sw/ferroce" "$FERROCE_ROOT/rust/kernel" -name '*.rs' -print0 |
+if find "$FERROCE_ROOT/drivers/infiniband/sw/ferroce" "$FERROCE_ROOT/rust/kernel" \
+	"$FERROCE_ROOT/tools/ferroce-proto" "$FERROCE_ROOT/tools/ferroce-bench" \
+	-name target -prune -o -name '*.rs' -print0 |
 	xargs -0 rustfmt --edition 2021 --check >"$run_dir/rustfmt.log" 2>&1; then
 	echo "pass host rustfmt" >>"$results"
 else
