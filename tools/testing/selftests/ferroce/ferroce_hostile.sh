@@ -66,16 +66,23 @@ changed() {
 # read: a packet that came after a QP went would count as rcvd_drop_bad_qpn.
 sprayed_xfer() {
 	local srv cli spray rc_srv=0 rc_cli=0 qps before0 before1 after0 after1 args="$*"
-	local go=/tmp/ferroce_spray.go hold=/tmp/ferroce_spray.hold
-	rm -f "$go" "$hold"
+	local gate go hold
+	gate=$(mktemp -d) || return 1
+	go=$gate/go hold=$gate/hold
+	rm -f /tmp/ferroce_spray.log
 	ip netns exec "$A" timeout 300 "$XFER" -d fer0 -g "$GA" --start-on "$go" --hold "$hold" "$@" \
 		>/tmp/ferroce_spray_srv.log 2>&1 &
 	srv=$!
-	wait_port "$A" 18600 || { touch "$go" "$hold"; return 1; }
+	wait_port "$A" 18600 || { kill "$srv"; wait "$srv"; rm -rf "$gate"; return 1; }
 	ip netns exec "$B" timeout 300 "$XFER" -d fer1 -g "$GB" --start-on "$go" --hold "$hold" "$@" \
 		10.73.0.1 >/tmp/ferroce_spray_cli.log 2>&1 &
 	cli=$!
-	qps=$(/usr/bin/python3 "$SPRAY" qps fer0 fer1) || { touch "$go" "$hold"; return 1; }
+	if ! qps=$(/usr/bin/python3 "$SPRAY" qps fer0 fer1); then
+		kill "$srv" "$cli"
+		wait "$srv" "$cli"
+		rm -rf "$gate"
+		return 1
+	fi
 	echo "# QPs (qpn sq_psn rq_psn): fer0 $(head -1 <<<"$qps"), fer1 $(tail -1 <<<"$qps")"
 	before0=$(counters_of fer0)
 	before1=$(counters_of fer1)
@@ -89,7 +96,7 @@ sprayed_xfer() {
 	done
 	touch "$go"
 	# Until both have reported (or one died), then what was sprayed settles before the count.
-	while kill -0 "$srv" "$cli" 2>/dev/null &&
+	while kill -0 "$srv" 2>/dev/null && kill -0 "$cli" 2>/dev/null &&
 		! { grep -q "^ferroce_xfer: " /tmp/ferroce_spray_srv.log &&
 			grep -q "^ferroce_xfer: " /tmp/ferroce_spray_cli.log; }; do
 		sleep 0.2
@@ -102,6 +109,7 @@ sprayed_xfer() {
 	touch "$hold"
 	wait "$cli" || rc_cli=$?
 	wait "$srv" || rc_srv=$?
+	rm -rf "$gate"
 	sed 's/^/# spray: /' /tmp/ferroce_spray.log
 	grep -h "byte-exact" /tmp/ferroce_spray_srv.log /tmp/ferroce_spray_cli.log | sed 's/^/# /'
 	if [ "$rc_cli" -ne 0 ] || [ "$rc_srv" -ne 0 ]; then

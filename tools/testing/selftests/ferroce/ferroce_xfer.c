@@ -599,11 +599,15 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 	lost += n - got;
 }
 
-/* Waits (120 s at most) until PATH, if given, exists. */
-static void wait_for(const char *path)
+/* Waits (120 s at most) until PATH, if given, exists; false if it never did. */
+static bool wait_for(const char *path)
 {
-	for (int i = 0; path && i < 2400 && access(path, F_OK); i++)
+	for (int i = 0; path && access(path, F_OK); i++) {
+		if (i == 2400)
+			return false;
 		usleep(50000);
+	}
+	return true;
 }
 
 static void usage(void)
@@ -688,7 +692,8 @@ int main(int argc, char **argv)
 	if (!initiator && opt.op != OP_READ)
 		for (long i = 0; i < opt.window; i++)
 			repost(&c, i);
-	wait_for(opt.start_on);
+	if (!wait_for(opt.start_on))
+		die("%s did not appear within 120 s", opt.start_on);
 	tell(c.fd, 'R');
 	await(c.fd, 'R');
 
