@@ -35,6 +35,18 @@ impl Mtu {
         })
     }
 
+    /// The IB MTU of an `enum ib_mtu` value from a caller; `EINVAL` for any other value.
+    pub fn from_raw(code: u32) -> Result<Self> {
+        Ok(match code {
+            bindings::ib_mtu_IB_MTU_256 => Self::Mtu256,
+            bindings::ib_mtu_IB_MTU_512 => Self::Mtu512,
+            bindings::ib_mtu_IB_MTU_1024 => Self::Mtu1024,
+            bindings::ib_mtu_IB_MTU_2048 => Self::Mtu2048,
+            bindings::ib_mtu_IB_MTU_4096 => Self::Mtu4096,
+            _ => return Err(EINVAL),
+        })
+    }
+
     /// The MTU in bytes.
     pub fn bytes(self) -> u32 {
         256 << (self as u32 - 1)
@@ -305,6 +317,11 @@ mod tests {
             assert_eq!(Mtu::from_bytes(bytes).map(Mtu::bytes), Ok(bytes));
         }
         assert_eq!(Mtu::from_bytes(1500), Err(EINVAL));
+        for m in [Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096] {
+            assert_eq!(Mtu::from_raw(m as u32), Ok(m));
+        }
+        assert_eq!(Mtu::from_raw(0), Err(EINVAL));
+        assert_eq!(Mtu::from_raw(6), Err(EINVAL));
         assert!(Mtu::Mtu1024 < Mtu::Mtu4096);
     }
 }

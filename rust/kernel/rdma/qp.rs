@@ -4,7 +4,9 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
+use super::{
+    attr::Mtu, cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata,
+};
 use crate::{
     bindings, new_spinlock_bh,
     prelude::*,
@@ -151,6 +153,17 @@ impl QpState {
             bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
             _ => return Err(EINVAL),
         })
+    }
+
+    /// Whether the QP takes requests from its peer (RTR on; in SQD it still does).
+    pub fn can_receive(self) -> bool {
+        matches!(self, Self::Rtr | Self::Rts | Self::Sqd)
+    }
+
+    /// Whether the QP's send side is live: it sends and takes the answers (RTS; in SQD it
+    /// finishes what it started).
+    pub fn can_send(self) -> bool {
+        matches!(self, Self::Rts | Self::Sqd)
     }
 }
 
@@ -341,8 +354,8 @@ pub struct QpAttr {
     pub state: QpState,
     /// State the caller believes the QP is in.
     pub cur_state: QpState,
-    /// `IB_MTU_*` (1 = 256 ... 5 = 4096).
-    pub path_mtu: u32,
+    /// Path MTU; `None` until a modify sets it (INIT to RTR requires it for RC and UC).
+    pub path_mtu: Option<Mtu>,
     /// Q_Key.
     pub qkey: u32,
     /// Expected receive PSN.
@@ -396,13 +409,15 @@ impl QpAttr {
             // CAST: A bit mask.
             out.access_flags = a.qp_access_flags as u32;
         }
+        if mask.has(AttrMask::PATH_MTU) {
+            out.path_mtu = Some(Mtu::from_raw(a.path_mtu)?);
+        }
         macro_rules! read {
             ($($bit:ident => $field:ident = $c:ident),* $(,)?) => {
                 $(if mask.has(AttrMask::$bit) { out.$field = a.$c; })*
             };
         }
         read!(
-            PATH_MTU => path_mtu = path_mtu,
             QKEY => qkey = qkey,
             RQ_PSN => rq_psn = rq_psn,
             SQ_PSN => sq_psn = sq_psn,
@@ -423,7 +438,7 @@ impl QpAttr {
     fn write_to(&self, a: &mut bindings::ib_qp_attr) {
         a.qp_state = self.state as u32;
         a.cur_qp_state = self.state as u32;
-        a.path_mtu = self.path_mtu;
+        a.path_mtu = self.path_mtu.map_or(0, |m| m as u32);
         a.qkey = self.qkey;
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;

@@ -179,6 +179,17 @@ pub struct Wc {
 
 /// `IB_WC_GRH`.
 pub const WC_GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
+/// `IB_WC_WITH_IMM`.
+pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
+/// `IB_SEND_SIGNALED`: the WR completes with a completion entry.
+// CAST: `enum ib_send_flags` is signed (it holds bit 31); this bit is small and positive.
+pub const SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+/// `IB_SEND_SOLICITED`: the receiver's solicited-only CQ notification fires.
+// CAST: As for `SEND_SIGNALED`.
+pub const SEND_SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
+/// `IB_SEND_INLINE`: the data sits in the WQE.
+// CAST: As for `SEND_SIGNALED`.
+pub const SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
 /// `IB_WC_WITH_NETWORK_HDR_TYPE`.
 pub const WC_WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 /// `RDMA_NETWORK_IPV4`.

@@ -6,8 +6,9 @@
 
 use crate::proto::{ring, wqe};
 use core::mem::{offset_of, size_of};
-use kernel::uapi::{
-    self, ib_uverbs_wc, rxe_av, rxe_queue_buf, rxe_recv_wqe, rxe_send_wqe, rxe_sge,
+use kernel::{
+    rdma::wr,
+    uapi::{self, ib_uverbs_wc, rxe_av, rxe_queue_buf, rxe_recv_wqe, rxe_send_wqe, rxe_sge},
 };
 use wqe::{access, WcOpcode, WrOpcode};
 
@@ -18,6 +19,7 @@ const _: () = {
     use wqe::off;
 
     // struct rxe_send_wqe
+    assert!(off::WR_ID == offset_of!(rxe_send_wqe, wr.wr_id));
     assert!(off::OPCODE == offset_of!(rxe_send_wqe, wr.opcode));
     assert!(off::SEND_FLAGS == offset_of!(rxe_send_wqe, wr.send_flags));
     assert!(off::IMM == offset_of!(rxe_send_wqe, wr.ex.imm_data));
@@ -45,6 +47,9 @@ const _: () = {
 
     // struct rxe_sge, struct rxe_recv_wqe
     assert!(wqe::SGE_SIZE == size_of::<rxe_sge>());
+    assert!(wqe::sge_off::ADDR == offset_of!(rxe_sge, addr));
+    assert!(wqe::sge_off::LENGTH == offset_of!(rxe_sge, length));
+    assert!(wqe::sge_off::LKEY == offset_of!(rxe_sge, lkey));
     assert!(wqe::RECV_WQE_HEADER == size_of::<rxe_recv_wqe>());
     assert!(wqe::RECV_NUM_SGE == offset_of!(rxe_recv_wqe, dma.num_sge));
     assert!(wqe::RECV_WQE_PREFIX == size_of::<u64>() && offset_of!(rxe_recv_wqe, wr_id) == 0);
@@ -110,6 +115,12 @@ const _: () = {
         assert!(WrOpcode::ALL[i] as u64 == wr_opcodes[i]);
         i += 1;
     }
+    // librxe writes IBV_SEND_* and reads IBV_WC_* flags, whose values are the kernel's.
+    assert!(wqe::SEND_SIGNALED == wr::SEND_SIGNALED);
+    assert!(wqe::SEND_SOLICITED == wr::SEND_SOLICITED);
+    assert!(wqe::SEND_INLINE == wr::SEND_INLINE);
+    assert!(wqe::WC_GRH == wr::WC_GRH);
+    assert!(wqe::WC_WITH_IMM == wr::WC_WITH_IMM);
     assert!(wqe::NETWORK_IPV4 as u64 == uapi::RXE_NETWORK_TYPE_IPV4 as u64);
     assert!(wqe::NETWORK_IPV6 as u64 == uapi::RXE_NETWORK_TYPE_IPV6 as u64);
     assert!(WcOpcode::Send as u64 == uapi::ib_uverbs_wc_opcode_IB_UVERBS_WC_SEND as u64);

@@ -21,8 +21,6 @@ mod kqp;
 mod limits;
 mod mr;
 mod net;
-// Parts of the protocol logic wait for the data path; KUnit and the host crate test them now.
-#[expect(dead_code)]
 mod proto;
 
 #[cfg(CONFIG_KUNIT)]

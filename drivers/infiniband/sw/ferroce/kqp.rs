@@ -99,7 +99,7 @@ impl KernelQueues {
         let sends = core::mem::take(&mut *self.sends.lock());
         for s in sends.iter() {
             let status = match inner.attr.state {
-                QpState::Rts | QpState::Sqd => {
+                state if state.can_send() => {
                     let d = Datagram {
                         av: &s.ah.av,
                         remote_qpn: s.remote_qpn,

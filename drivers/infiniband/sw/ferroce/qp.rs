@@ -13,8 +13,7 @@ use crate::{
     proto::{
         bth::pkey_matches,
         build::Path,
-        mtu::ib_mtu_bytes,
-        opcode::{OpKind, Transport},
+        opcode::Transport,
         packet::DropReason,
         wqe::{
             self, Completion, SendWqe, WcOpcode, WrOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER,
@@ -391,7 +390,7 @@ impl QpShared {
         }
         // A connected QP takes packets from its peer, to its own address, only.
         if matches!(self.qp_type, QpType::Rc | QpType::Uc)
-            && matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            && state.can_receive()
             && !inner
                 .path(qp.qpn())
                 .is_some_and(|p| p.answers(pkt.hdr.ip()))
@@ -404,29 +403,26 @@ impl QpShared {
                 if pkt.info.transport != Transport::Rc {
                     return Err(QpDrop::BadState);
                 }
-                match pkt.info.kind {
-                    OpKind::Ack | OpKind::ReadResponse | OpKind::AtomicAck => {
-                        if !matches!(state, QpState::Rts | QpState::Sqd) {
-                            return Err(QpDrop::BadState);
-                        }
-                        rc_comp::on_response(qp, self, inner, pkt).inspect(|()| {
-                            counters.inc(Counter::RcvdPkts);
-                            // Read responses carry data, counted as sent by the peer.
-                            counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
-                        })
+                if pkt.info.is_response() {
+                    if !state.can_send() {
+                        return Err(QpDrop::BadState);
                     }
-                    _ => {
-                        if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
-                            return Err(QpDrop::BadState);
-                        }
-                        rc_resp::on_request(qp, self, inner, pkt, counters)
+                    // C rxe's name for responses handed to the completer.
+                    counters.inc(Counter::AckDeferred);
+                    rc_comp::on_response(qp, self, inner, pkt).inspect(|()| {
+                        counters.inc(Counter::RcvdPkts);
+                        // Read responses carry data, counted as sent by the peer.
+                        counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+                    })
+                } else {
+                    if !state.can_receive() {
+                        return Err(QpDrop::BadState);
                     }
+                    rc_resp::on_request(qp, self, inner, pkt, counters)
                 }
             }
             QpType::Uc => {
-                if pkt.info.transport != Transport::Uc
-                    || !matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-                {
+                if pkt.info.transport != Transport::Uc || !state.can_receive() {
                     return Err(QpDrop::BadState);
                 }
                 rc_resp::on_uc_request(qp, self, inner, pkt, counters)
@@ -501,11 +497,10 @@ impl QpShared {
         }
         let state = inner.attr.state;
         let mut more = false;
-        if self.qp_type == QpType::Rc && matches!(state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-        {
+        if self.qp_type == QpType::Rc && state.can_receive() {
             more |= rc_read::resume(qp, self, inner);
         }
-        if matches!(state, QpState::Rts | QpState::Sqd) {
+        if state.can_send() {
             more |= match self.qp_type {
                 QpType::Rc | QpType::Uc => rc::push(qp, self, inner),
                 QpType::Ud => self.send_ud(qp, inner),
@@ -815,8 +810,8 @@ impl FerroceQp {
             let mut inner = this.inner.lock();
             match (inner.attr.state, this.qp_type) {
                 (QpState::Err, _) => (this.flush(qp, &mut inner), false),
-                (QpState::Rts | QpState::Sqd, QpType::Ud) => (Ok(()), this.send_ud(qp, &mut inner)),
-                (QpState::Rts | QpState::Sqd, QpType::Rc | QpType::Uc) => {
+                (s, QpType::Ud) if s.can_send() => (Ok(()), this.send_ud(qp, &mut inner)),
+                (s, QpType::Rc | QpType::Uc) if s.can_send() => {
                     (Ok(()), rc::push(qp, this, &mut inner))
                 }
                 // Before RTS they wait.
@@ -863,7 +858,6 @@ fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
     let lim = &limits::DEVICE_LIMITS;
     let bad = (mask.has(AttrMask::PORT) && a.port != 1)
         || (mask.has(AttrMask::PKEY_INDEX) && a.pkey_index != 0)
-        || (mask.has(AttrMask::PATH_MTU) && ib_mtu_bytes(a.path_mtu).is_none())
         || (mask.has(AttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > lim.max_qp_init_rd_atom)
         || (mask.has(AttrMask::MAX_DEST_RD_ATOMIC) && u32::from(a.max_dest_rd_atomic) > lim.max_qp_rd_atom)
         || (mask.has(AttrMask::TIMEOUT) && a.timeout > 31)

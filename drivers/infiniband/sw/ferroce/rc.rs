@@ -14,7 +14,6 @@ use crate::{
     device::Ferroce,
     proto::{
         bth::Bth,
-        mtu::ib_mtu_bytes,
         opcode::{Opcode, Position},
         packet::{BuildError, ExtHeaders, Reth},
         psn::Psn,
@@ -130,7 +129,10 @@ impl Requester {
 /// Payload bytes per packet on this QP's path.
 pub(crate) fn path_mtu(qp: &Qp<Ferroce>, inner: &QpInner) -> u32 {
     let dev_mtu = qp.device().data().ib_mtu();
-    ib_mtu_bytes(inner.attr.path_mtu).map_or(dev_mtu, |m| m.min(dev_mtu))
+    inner
+        .attr
+        .path_mtu
+        .map_or(dev_mtu, |m| m.bytes().min(dev_mtu))
 }
 
 /// Starts every posted WQE, oldest first, and sends what the window and one budget allow.

@@ -27,7 +27,7 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    rdma::qp::{Qp, QpState},
+    rdma::qp::Qp,
     sync::Arc,
     time::{hrtimer::HrTimerPointer, Delta, Instant},
 };
@@ -114,9 +114,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         return;
     }
     stop_timer(inner);
-    if !matches!(inner.attr.state, QpState::Rts | QpState::Sqd)
-        || !inner.req.flight.iter().any(|s| s.entry.pending())
-    {
+    if !inner.attr.state.can_send() || !inner.req.flight.iter().any(|s| s.entry.pending()) {
         return;
     }
     if shared.backlog_pending() && !core::mem::replace(&mut inner.req.put_off, true) {
@@ -223,10 +221,7 @@ pub(crate) fn on_response(
         touch_ack(shared, inner);
     }
     complete(qp, shared, inner);
-    if !inner.req.rnr_wait
-        && matches!(inner.attr.state, QpState::Rts | QpState::Sqd)
-        && rc::pump(qp, shared, inner)
-    {
+    if !inner.req.rnr_wait && inner.attr.state.can_send() && rc::pump(qp, shared, inner) {
         shared.kick();
     }
     Ok(())

@@ -137,7 +137,7 @@ pub(crate) fn start(
             },
             GFP_ATOMIC,
         )
-        .map_err(|_| Refusal::NotReady)?;
+        .map_err(|_| Refusal::NoMem)?;
     // The responses carry the MSN of this request, counted now.
     inner.resp.msn = msn;
     Ok(npkts)

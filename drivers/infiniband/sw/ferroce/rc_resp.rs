@@ -36,8 +36,10 @@ use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
 /// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// No receive WQE posted (or no memory to take one): try again later.
+    /// No receive WQE posted: try again later.
     NotReady,
+    /// No memory to take the receive WQE or keep the READ: try again later too.
+    NoMem,
     /// Malformed for where it stands: bad opcode sequence, length or headers.
     Invalid,
     /// The rkey, range or QP access rights do not allow it.
@@ -52,7 +54,7 @@ pub(crate) enum Refusal {
 impl Refusal {
     fn syndrome(self, inner: &QpInner) -> Syndrome {
         match self {
-            Refusal::NotReady => Syndrome::RnrNak {
+            Refusal::NotReady | Refusal::NoMem => Syndrome::RnrNak {
                 timer: inner.attr.min_rnr_timer,
             },
             Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => {
@@ -64,7 +66,8 @@ impl Refusal {
 
     fn counter(self) -> Counter {
         match self {
-            Refusal::NotReady => Counter::SendRnrErr,
+            // An RNR NAK goes out either way; `rcvd_drop_nomem` says when memory was short.
+            Refusal::NotReady | Refusal::NoMem => Counter::SendRnrErr,
             Refusal::Invalid => Counter::RespInvalidRequest,
             Refusal::Access => Counter::RespRemoteAccessErrors,
             // A receive completed with an error; `resp_local_length_error` says which.
@@ -185,6 +188,9 @@ fn request(
             // The PSN stays expected: nothing of the request took effect, except a receive
             // WQE that completed with an error.
             counters.inc(refusal.counter());
+            if refusal == Refusal::NoMem {
+                counters.inc(Counter::DropNoMem);
+            }
             ack(xmit, inner, psn, refusal.syndrome(inner));
             fail_on_receive_error(qp, shared, inner, refusal, counters);
             if matches!(refusal, Refusal::Invalid | Refusal::Access) {
@@ -227,6 +233,7 @@ pub(crate) fn on_uc_request(
         Err(refusal) => {
             counters.inc(match refusal {
                 Refusal::NotReady => Counter::DropNoRecvWqe,
+                Refusal::NoMem => Counter::DropNoMem,
                 r => r.counter(),
             });
             drop_message(inner);
@@ -314,7 +321,7 @@ pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: Syndrome
 fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, Refusal> {
     let mut slot = KVec::new();
     slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
-        .map_err(|_| Refusal::NotReady)?;
+        .map_err(|_| Refusal::NoMem)?;
     match shared.rq.peek(inner.rq_cons, &mut slot) {
         Ok(true) => Ok(Some(slot)),
         _ => Ok(None),

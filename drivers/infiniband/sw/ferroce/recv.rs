@@ -253,6 +253,8 @@ pub(crate) enum QpDrop {
     BadQkey,
     /// No receive WQE posted (UD drops; RC answers with an RNR NAK).
     NoRecvWqe,
+    /// No memory to take the receive WQE.
+    NoMem,
     /// An RC response for a PSN this QP has not sent.
     BadPsn,
     /// A read response that does not fit where it would land.
@@ -268,6 +270,7 @@ pub(crate) fn drop_counter(d: Reject) -> Counter {
         Reject::Qp(QpDrop::BadState) => Counter::DropBadState,
         Reject::Qp(QpDrop::BadQkey) => Counter::DropBadQkey,
         Reject::Qp(QpDrop::NoRecvWqe) => Counter::DropNoRecvWqe,
+        Reject::Qp(QpDrop::NoMem) => Counter::DropNoMem,
         Reject::Qp(QpDrop::BadPsn) => Counter::DropBadPsn,
         Reject::Qp(QpDrop::BadLength) => Counter::DropBadLength,
         Reject::Qp(QpDrop::BadPkey) => Counter::DropBadPkey,

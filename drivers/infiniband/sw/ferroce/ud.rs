@@ -20,7 +20,7 @@ use crate::{
 use kernel::{
     prelude::*,
     rdma::{
-        qp::{Qp, QpState},
+        qp::Qp,
         wr::{NETWORK_IPV4, NETWORK_IPV6},
     },
 };
@@ -37,9 +37,7 @@ pub(crate) fn receive(
     counters: &Counters,
 ) -> Result<(), QpDrop> {
     let ip = pkt.hdr.ip();
-    if pkt.info.transport != Transport::Ud
-        || !matches!(inner.attr.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
-    {
+    if pkt.info.transport != Transport::Ud || !inner.attr.state.can_receive() {
         return Err(QpDrop::BadState);
     }
     let deth = pkt.ext.deth.ok_or(QpDrop::BadState)?;
@@ -62,7 +60,7 @@ pub(crate) fn receive(
     } else {
         let mut slot = KVec::new();
         slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
-            .map_err(|_| QpDrop::NoRecvWqe)?;
+            .map_err(|_| QpDrop::NoMem)?;
         if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
             return Err(QpDrop::NoRecvWqe);
         }

@@ -145,6 +145,27 @@ class QpTest(unittest.TestCase):
         self.assertEqual(qp.query(ALL)[0].qp_state, e.IBV_QPS_RESET)
         qp.close()
 
+    def test_a_path_mtu_that_is_no_ib_mtu_fails(self):
+        gid_index, gid = roce_v2_ipv4_gid(self.ctx)
+        qp = self.qp()
+        qp.to_init(QPAttr(port_num=1))
+        # (path_mtu is a byte in the uverbs command.)
+        for mtu in (0, 6, 7, 255):
+            qa = QPAttr(port_num=1)
+            qa.qp_state = e.IBV_QPS_RTR
+            qa.ah_attr = AHAttr(port_num=1, is_global=1,
+                                gr=GlobalRoute(dgid=gid, sgid_index=gid_index))
+            qa.path_mtu = mtu
+            qa.dest_qp_num = 0x1234
+            qa.min_rnr_timer = 12
+            mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | e.IBV_QP_DEST_QPN
+                    | e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER)
+            with self.assertRaises(PyverbsRDMAError, msg=f"path_mtu {mtu}") as ctx:
+                qp.modify(qa, mask)
+            self.assertEqual(ctx.exception.error_code, errno.EINVAL)
+        self.assertEqual(qp.query(ALL)[0].qp_state, e.IBV_QPS_INIT)
+        qp.close()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

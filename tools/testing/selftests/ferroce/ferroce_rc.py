@@ -310,6 +310,24 @@ class ForgedResponses(Injecting, unittest.TestCase):
                             pkey=0x1234)
         self.completes_with_the_true_ack()
 
+    def test_responses_the_completer_takes_count_as_ack_deferred(self):
+        # C rxe's name for responses handed to the completer: an old one is, whatever it says;
+        # one from elsewhere is dropped before.
+        def deferred_rose_to(n):
+            for _ in range(50):
+                if counters(DEV)["ack_deferred"] - before >= n:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(counters(DEV)["ack_deferred"] - before, n)
+
+        before = counters(DEV)["ack_deferred"]
+        self.inject("rc_ack", (), psn=RQ_PSN - 2)
+        deferred_rose_to(1)
+        self.inject("rc_ack", ("rcvd_drop_bad_address",), psn=RQ_PSN, src="10.70.0.99")
+        deferred_rose_to(1)
+        self.completes_with_the_true_ack()
+        deferred_rose_to(2)
+
     def test_a_nak_fails_the_wqe_it_names(self):
         self.inject("rc_ack", ("req_remote_access_errors",), psn=RQ_PSN, syndrome=0x62)
         wcs = poll(self.ep.cq, 1)

@@ -60,7 +60,9 @@ impl Path {
         }
     }
 
-    /// Writes the whole packet into `out`, which must be [`Path::packet_len`] long.
+    /// Writes the whole packet into `out`, which must be [`Path::packet_len`] long. (The module
+    /// gathers payloads from memory regions with [`Path::build_with`].)
+    #[cfg(ferroce_host)]
     pub(crate) fn build(
         &self,
         bth: &Bth,

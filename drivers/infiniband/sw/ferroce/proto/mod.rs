@@ -4,6 +4,9 @@
 //!
 //! Every file under `proto/` is compiled twice: into the kernel module and into the host crate
 //! `tools/ferroce-proto`, where `cargo test` and the fuzzers run it. No kernel types here.
+//! What only the tests and fuzzers use (whole-buffer parsing, names for statistics) sits behind
+//! `cfg(ferroce_host)`, which only the host build sets: anything else the module leaves unused
+//! is dead code, and the kernel build says so.
 
 pub(crate) mod aeth;
 pub(crate) mod bth;

@@ -6,9 +6,6 @@
 /// IPv6 (40) + UDP (8) + BTH (12) + the largest extension headers (16) + ICRC (4).
 pub(crate) const ROCE_MAX_HDR_LEN: u32 = 80;
 
-/// IB MTU sizes, in bytes, from the largest down.
-const IB_MTUS: [u32; 5] = [4096, 2048, 1024, 512, 256];
-
 /// The bytes of an `enum ib_mtu` value (`IB_MTU_256` = 1 ... `IB_MTU_4096` = 5); `None` for
 /// any other.
 pub(crate) const fn ib_mtu_bytes(code: u32) -> Option<u32> {
@@ -21,7 +18,11 @@ pub(crate) const fn ib_mtu_bytes(code: u32) -> Option<u32> {
 /// The largest IB MTU (in bytes) whose packets fit `link_mtu`; 256 if none does.
 pub(crate) fn ib_mtu_for_link(link_mtu: u32) -> u32 {
     let room = link_mtu.saturating_sub(ROCE_MAX_HDR_LEN);
-    IB_MTUS.into_iter().find(|&m| m <= room).unwrap_or(256)
+    (1..=5)
+        .rev()
+        .filter_map(ib_mtu_bytes)
+        .find(|&m| m <= room)
+        .unwrap_or(256)
 }
 
 #[cfg(test)]

@@ -164,11 +164,6 @@ impl OpInfo {
         }
     }
 
-    /// Whether extension header `ext` follows the BTH.
-    pub(crate) const fn has(&self, ext: ExtHdr) -> bool {
-        self.ext_mask & ext.bit() != 0
-    }
-
     /// Whether the packet carries payload after its headers (possibly zero bytes of it).
     pub(crate) const fn has_payload(&self) -> bool {
         matches!(
@@ -177,19 +172,28 @@ impl OpInfo {
         )
     }
 
-    /// Whether the requester sends it.
-    pub(crate) const fn is_request(&self) -> bool {
-        matches!(
-            self.kind,
-            OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic
-        )
-    }
-
     /// Whether the responder sends it (ACK, NAK, read or atomic response).
     pub(crate) const fn is_response(&self) -> bool {
         matches!(
             self.kind,
             OpKind::ReadResponse | OpKind::Ack | OpKind::AtomicAck
+        )
+    }
+}
+
+// The rest of the vocabulary serves the host's table tests and fuzzers.
+#[cfg(ferroce_host)]
+impl OpInfo {
+    /// Whether extension header `ext` follows the BTH.
+    pub(crate) const fn has(&self, ext: ExtHdr) -> bool {
+        self.ext_mask & ext.bit() != 0
+    }
+
+    /// Whether the requester sends it.
+    pub(crate) const fn is_request(&self) -> bool {
+        matches!(
+            self.kind,
+            OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic
         )
     }
 
@@ -223,16 +227,6 @@ impl OpInfo {
         self.has(ExtHdr::Ieth)
     }
 
-    /// Whether it starts a message: first or only.
-    pub(crate) const fn is_first(&self) -> bool {
-        matches!(self.position, Position::First | Position::Only)
-    }
-
-    /// Whether it ends a message: last or only.
-    pub(crate) const fn is_last(&self) -> bool {
-        matches!(self.position, Position::Last | Position::Only)
-    }
-
     /// Whether the responder must answer it. True for every RC request: sends and writes get an
     /// ACK (possibly coalesced with later ones), reads a read response, atomics an atomic ACK.
     pub(crate) const fn requires_ack(&self) -> bool {
@@ -256,6 +250,7 @@ macro_rules! opcodes {
 
         impl Opcode {
             /// Every known opcode, in table order.
+            #[cfg(ferroce_host)]
             pub(crate) const ALL: &'static [Opcode] = &[$(Opcode::$name,)*];
 
             /// The opcode for a BTH opcode byte, if known.
@@ -457,10 +452,10 @@ mod tests {
             assert!(kinds.iter().filter(|&&k| k).count() <= 1, "{op:?}");
             // Headers that only make sense with payload, and vice versa.
             if i.has_imm() || i.has_inv() {
-                assert!(i.has_payload() && i.is_last(), "{op:?}");
+                assert!(i.has_payload() && i.position.ends(), "{op:?}");
             }
             if i.has(ExtHdr::Reth) {
-                assert!(i.is_first(), "{op:?}");
+                assert!(i.position.starts(), "{op:?}");
             }
             if i.position != Position::Only {
                 assert!(i.has_payload(), "{op:?}");
@@ -481,7 +476,7 @@ mod tests {
         assert!(rd.is_read() && rd.is_request() && rd.requires_ack() && !rd.has_payload());
         let w = Opcode::RcWriteOnlyImm.info();
         assert_eq!(w.exts, &[ExtHdr::Reth, ExtHdr::ImmDt]);
-        assert!(w.is_write() && w.has_imm() && w.is_first() && w.is_last());
+        assert!(w.is_write() && w.has_imm() && w.position == Position::Only);
         let uc = Opcode::UcSendOnly.info();
         assert!(uc.is_request() && !uc.requires_ack());
         assert_eq!(

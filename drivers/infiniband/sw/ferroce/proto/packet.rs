@@ -30,6 +30,8 @@ pub(crate) enum DropReason {
     BadIcrc,
 }
 
+// Names and indexes for the host's fuzz statistics; the module counts by its own counters.
+#[cfg(ferroce_host)]
 impl DropReason {
     /// Every reason, in the order of [`DropReason::index`].
     pub(crate) const ALL: [DropReason; 5] = [
@@ -165,6 +167,10 @@ impl Headers {
 pub(crate) const MAX_HDR_LEN: usize = 48;
 
 /// A received packet, split into its parts. Borrows the payload from the buffer.
+///
+/// Whole-buffer parsing serves the host's tests and fuzzers; the module reads packets out of
+/// skbs with [`parse_headers`] and checks their ICRC there.
+#[cfg(ferroce_host)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Packet<'a> {
     /// The base transport header.
@@ -204,6 +210,7 @@ impl Reader<'_> {
 }
 
 /// Parses the UDP payload of a RoCEv2 packet: BTH, extension headers, payload, pad, ICRC.
+#[cfg(ferroce_host)]
 pub(crate) fn parse(udp_payload: &[u8]) -> Result<Packet<'_>, DropReason> {
     let h = parse_headers(udp_payload, udp_payload.len())?;
     let payload = udp_payload
@@ -405,6 +412,7 @@ fn icrc_of(start: impl FnOnce(&[u8; BTH_LEN]) -> Icrc, body: &[u8]) -> Option<u3
 }
 
 /// Whether the last 4 bytes of `udp_payload` are the ICRC of the rest.
+#[cfg(ferroce_host)]
 fn verify(start: impl FnOnce(&[u8; BTH_LEN]) -> Icrc, udp_payload: &[u8]) -> bool {
     match udp_payload.split_last_chunk::<ICRC_LEN>() {
         Some((body, wire)) => icrc_of(start, body) == Some(u32::from_le_bytes(*wire)),
@@ -434,6 +442,7 @@ pub(crate) fn icrc_ipv6(
 
 /// Whether the ICRC at the end of the UDP payload of an IPv4 packet is right. False if the
 /// payload cannot hold a BTH and an ICRC.
+#[cfg(ferroce_host)]
 pub(crate) fn verify_icrc_ipv4(
     ip: &[u8; IPV4_HDR_LEN],
     udp: &[u8; UDP_HDR_LEN],
@@ -444,6 +453,7 @@ pub(crate) fn verify_icrc_ipv4(
 
 /// Whether the ICRC at the end of the UDP payload of an IPv6 packet is right. False if the
 /// payload cannot hold a BTH and an ICRC.
+#[cfg(ferroce_host)]
 pub(crate) fn verify_icrc_ipv6(
     ip: &[u8; IPV6_HDR_LEN],
     udp: &[u8; UDP_HDR_LEN],
@@ -637,7 +647,7 @@ mod tests {
         assert_eq!(p.ext.reth, sample_ext().reth);
         assert_eq!(p.ext.imm, None);
         assert_eq!(p.payload, &data[..]);
-        assert!(p.info.is_write() && p.info.is_first() && !p.info.is_last());
+        assert!(p.info.is_write() && p.info.position == Position::First);
     }
 
     #[test]

@@ -91,6 +91,7 @@ impl Entry {
     }
 
     /// Responses received (READ) or packets answered (SEND, WRITE).
+    #[cfg(ferroce_host)]
     pub(crate) fn done(&self) -> u32 {
         self.done
     }
@@ -256,6 +257,7 @@ impl Window {
         self.una
     }
 
+    #[cfg(ferroce_host)]
     pub(crate) fn nxt(&self) -> Psn {
         self.nxt
     }

@@ -221,8 +221,16 @@ pub(crate) const SEND_WQE_PREFIX: usize = 20;
 /// Size of `struct rxe_sge`.
 pub(crate) const SGE_SIZE: usize = 16;
 
+/// Field offsets in `struct rxe_sge`.
+pub(crate) mod sge_off {
+    pub(crate) const ADDR: usize = 0;
+    pub(crate) const LENGTH: usize = 8;
+    pub(crate) const LKEY: usize = 12;
+}
+
 /// Offsets in `struct rxe_send_wqe` and its `struct rxe_av` (x86-64 layout).
 pub(crate) mod off {
+    pub(crate) const WR_ID: usize = 0;
     pub(crate) const OPCODE: usize = 12;
     pub(crate) const SEND_FLAGS: usize = 16;
     pub(crate) const IMM: usize = 20;
@@ -282,7 +290,7 @@ impl<'a> SendWqe<'a> {
     }
 
     pub(crate) fn wr_id(&self) -> u64 {
-        u64::from_ne_bytes(bytes(self.0, 0))
+        u64::from_ne_bytes(bytes(self.0, off::WR_ID))
     }
 
     /// The WQE's opcode; `None` if its bytes name none.
@@ -386,9 +394,9 @@ fn sge_at(wqe: &[u8], base: usize, i: usize) -> Option<Sge> {
     let at = i.checked_mul(SGE_SIZE)?.checked_add(base)?;
     let b: [u8; SGE_SIZE] = *wqe.get(at..)?.first_chunk()?;
     Some(Sge {
-        addr: u64::from_ne_bytes(bytes(&b, 0)),
-        len: u32_at(&b, 8),
-        lkey: u32_at(&b, 12),
+        addr: u64::from_ne_bytes(bytes(&b, sge_off::ADDR)),
+        len: u32_at(&b, sge_off::LENGTH),
+        lkey: u32_at(&b, sge_off::LKEY),
     })
 }
 
