@@ -44,7 +44,9 @@ pub(crate) unsafe fn create<T: Driver>(
     init: *mut bindings::rdma_ah_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ah->pd` is a PD of this device (this function's `# Safety`), so made by
+    // `pd::init`, and held by the caller for the call; `init->ah_attr` is valid with
+    // `sgid_attr` resolved; `udata` is NULL or the command's `driver_udata`.
     let (pd, attr, mut udata) = unsafe {
         (
             Pd::<T>::from_raw((*ah).pd),
@@ -53,7 +55,8 @@ pub(crate) unsafe fn create<T: Driver>(
         )
     };
     let data = T::create_ah(pd, &attr, udata.as_mut())?;
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ah` is a zeroed allocation of `alloc_size::<T>()` bytes (this function's
+    // `# Safety`); `_rdma_create_ah()` `kfree`s it on error, else only after `destroy_ah`.
     unsafe { Object::<T>::init(ah, data) }
 }
 
@@ -63,6 +66,7 @@ pub(crate) unsafe fn create<T: Driver>(
 ///
 /// `ah` was initialised by [`create`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(ah: *mut bindings::ib_ah) {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ah` was initialised by `create` and this is the last use of its data (this
+    // function's `# Safety`), as `Object::drop_data` requires.
     unsafe { Object::<T>::drop_data(ah) };
 }

@@ -103,7 +103,9 @@ pub(crate) unsafe fn init<T: Driver>(
     attr: *const bindings::ib_cq_init_attr,
     attrs: *mut bindings::uverbs_attr_bundle,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `cq->device` is our `Device<T>`, alive while the core is in this callback; `attr` is
+    // the core's valid init attribute; `attrs` is NULL or the command's bundle, live for the
+    // call (this function's `# Safety`), as `Udata::from_attrs` needs.
     let (dev, attr, mut udata) = unsafe {
         (
             Device::<T>::from_raw((*cq).device),
@@ -116,7 +118,9 @@ pub(crate) unsafe fn init<T: Driver>(
         )
     };
     let (cqe, data) = T::create_cq(dev, &attr, udata.as_mut())?;
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `cq` is a zeroed allocation of `alloc_size::<T>()` bytes (this function's
+    // `# Safety`); the core `kfree`s it on error and otherwise only after `destroy_cq`.
+    // Until we return it is ours alone, so writing `cqe` does not race.
     unsafe {
         Object::<T>::init(cq, data)?;
         (*cq).cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
@@ -134,7 +138,8 @@ pub(crate) unsafe fn resize<T: Driver>(
     cqe: u32,
     udata: *mut bindings::ib_udata,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `cq` came from `init` and the core holds it (`uobj_get_obj_read()`) for the call;
+    // `udata` is the command's `driver_udata` (this function's `# Safety`).
     let (this, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
     let mut udata = udata.ok_or(EINVAL)?;
     T::resize_cq(this, cqe, &mut udata)
@@ -149,7 +154,8 @@ pub(crate) unsafe fn req_notify<T: Driver>(
     cq: *mut bindings::ib_cq,
     flags: bindings::ib_cq_notify_flags,
 ) -> Result<bool> {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `cq` came from `init` (this function's `# Safety`), and callers of
+    // `ib_req_notify_cq()` keep the CQ alive for the call, which `this` does not outlive.
     let this = unsafe { Cq::<T>::from_raw(cq) };
     T::req_notify_cq(this, NotifyFlags(flags.0))
 }
@@ -160,6 +166,7 @@ pub(crate) unsafe fn req_notify<T: Driver>(
 ///
 /// `cq` was initialised by [`init`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(cq: *mut bindings::ib_cq) {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `cq` was initialised by `init` and this is the last use of its data (this
+    // function's `# Safety`), as `Object::drop_data` requires.
     unsafe { Object::<T>::drop_data(cq) };
 }

@@ -76,7 +76,9 @@ impl<T: LinkOps> LinkRegistration<T> {
     /// Called by the netlink core with a NUL-terminated name and a referenced netdev.
     unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement, both stay valid for the call.
+            // SAFETY: `nldev_newlink` passes its NUL-terminated `ibdev_name` buffer and a
+            // registered `ndev` held by `dev_get_by_name` until its `dev_put` after we return
+            // (this function's `# Safety`); neither reference outlives this closure.
             let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::from_raw(ndev)) };
             T::newlink(name, ndev)?;
             Ok(0)

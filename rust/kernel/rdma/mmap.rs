@@ -182,7 +182,9 @@ unsafe impl Sync for SharedMem {}
 ///
 /// `entry` came from `SharedMem::new` and nothing uses it any more.
 unsafe fn free_entry(entry: *mut Entry) {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `entry` is the leaked `KBox<Entry>` of `SharedMem::new`, `addr` its `vmalloc_user`
+    // area, and nothing uses either any more (this function's `# Safety`). User mappings
+    // hold their own page references, which `vfree` only drops.
     unsafe {
         bindings::vfree((*entry).addr.as_ptr().cast());
         drop(KBox::from_raw(entry));
@@ -198,7 +200,8 @@ pub(crate) unsafe extern "C" fn mmap(
     ctx: *mut bindings::ib_ucontext,
     vma: *mut bindings::vm_area_struct,
 ) -> c_int {
-    // SAFETY: Per the safety requirement; the core checks the length against the entry's.
+    // SAFETY: `ctx` and `vma` are live (this function's `# Safety`: `ib_uverbs_mmap()` holds them);
+    // the core checks `VM_SHARED` and the VMA's length against the entry's.
     let rdma = unsafe { bindings::rdma_user_mmap_entry_get(ctx, vma) };
     if rdma.is_null() {
         return EINVAL.to_errno();

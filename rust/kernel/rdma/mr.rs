@@ -42,7 +42,7 @@ struct MrObject<T: Driver> {
 ///
 /// # Safety
 ///
-/// `pd` is a live PD of a device of `T`; `udata` is NULL or the command's.
+/// `pd` is a live PD of a device of `T`.
 pub(crate) unsafe fn reg_user<T: Driver>(
     pd: *mut bindings::ib_pd,
     req: &MrRequest,
@@ -51,7 +51,8 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     if !dmah.is_null() {
         return Err(EOPNOTSUPP);
     }
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`, and the
+    // caller holds it (`uobj_get_obj_read()`) for the call, which the reference does not outlive.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
     let (keys, data) = T::reg_user_mr(pd, req)?;
     let ib = new_mr::<T>(keys, data)?;
@@ -98,7 +99,8 @@ pub(crate) unsafe fn get_dma<T: Driver>(
     pd: *mut bindings::ib_pd,
     access: u32,
 ) -> Result<*mut bindings::ib_mr> {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`;
+    // `__ib_alloc_pd()` calls this right after it, and the reference does not outlive the call.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
     let (keys, data) = T::get_dma_mr(pd, access)?;
     new_mr::<T>(keys, data)
@@ -108,8 +110,11 @@ pub(crate) unsafe fn get_dma<T: Driver>(
 ///
 /// # Safety
 ///
-/// `mr` came from [`reg_user`] for `T`, and this is its last use.
+/// `mr` came from [`reg_user`] or [`get_dma`] (a PD's internal MR) for `T`, and this is its last
+/// use.
 pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) {
-    // SAFETY: Per the safety requirement the box was leaked by `reg_user`.
+    // SAFETY: `mr` came from `reg_user` or `get_dma` (this function's `# Safety`): both return
+    // `new_mr`'s `KBox::into_raw` of a `MrObject<T>`. This is its last use, so the box may be
+    // rebuilt and dropped.
     drop(unsafe { KBox::from_raw(mr.cast::<MrObject<T>>()) });
 }

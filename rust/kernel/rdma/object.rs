@@ -48,7 +48,9 @@ impl<C, D> CoreObject<C, D> {
     /// `c` points to a zeroed allocation of at least [`Self::ALLOC_SIZE`] bytes that stays put
     /// until the matching [`Self::drop_data`]. On error nothing needs dropping.
     pub(crate) unsafe fn init(c: *mut C, init: impl PinInit<D, Error>) -> Result {
-        // SAFETY: Per the safety requirement the slot is valid, and it is pinned.
+        // SAFETY: `data_ptr(c)` lies in the zeroed, so uninitialised, `ALLOC_SIZE` bytes at `c`
+        // (kmalloc'd, aligned as `ALLOC_SIZE` checks) that stay put until `drop_data`: pinned.
+        // On error the slot is only freed, since `data` and `drop_data` need a successful `init`.
         unsafe { pin_init::raw_try_init(Self::data_ptr(c), init) }
     }
 
@@ -59,7 +61,8 @@ impl<C, D> CoreObject<C, D> {
     /// `c` was initialised by [`Self::init`] and not yet passed to [`Self::drop_data`], and stays
     /// so for `'a`.
     pub(crate) unsafe fn data<'a>(c: *mut C) -> &'a D {
-        // SAFETY: Per the safety requirement `data` is initialised and alive for `'a`.
+        // SAFETY: `c` was initialised by `init` and is not dropped during `'a` (this function's
+        // `# Safety`), so `data` is a valid `D`; after `init` it is only ever borrowed shared.
         unsafe { &*Self::data_ptr(c) }
     }
 
@@ -89,7 +92,9 @@ impl<C, D> CoreObject<C, D> {
     ///
     /// `c` was initialised by [`Self::init`], and this is the last use of its data.
     pub(crate) unsafe fn drop_data(c: *mut C) {
-        // SAFETY: Per the safety requirement `data` is initialised and no longer used.
+        // SAFETY: `c` was initialised by `init`, so `data` is a valid `D`, and this is its last
+        // use (this function's `# Safety`); the core frees the memory only afterwards, as
+        // pinning requires.
         unsafe { core::ptr::drop_in_place(Self::data_ptr(c)) };
     }
 }

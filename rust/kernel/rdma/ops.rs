@@ -162,7 +162,9 @@ impl<T: Driver> OpsVTable<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core passes a valid, exclusive `attr`.
+            // SAFETY: `ibdev` has our ops, which only `Device::<T>::register` installs (after
+            // setting `ready`), and is alive for the call; `attr` is `ibdev->attrs` in
+            // `setup_device()` or a local of uverbs, ours alone.
             let (dev, attr) = unsafe { (Device::<T>::from_raw(ibdev), &mut *attr) };
             T::query_device(dev)?.write_to(attr);
             Ok(0)
@@ -178,7 +180,9 @@ impl<T: Driver> OpsVTable<T> {
         attr: *mut bindings::ib_port_attr,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core passes a valid, zeroed, exclusive `attr`.
+            // SAFETY: `ibdev` has our ops, so it is a live, `ready` `Device<T>` (see
+            // `query_device`); `attr` is the caller's struct, zeroed by `__ib_query_port()` and
+            // ours alone for the call.
             let (dev, attr) = unsafe { (Device::<T>::from_raw(ibdev), &mut *attr) };
             T::query_port(dev, port)?.write_to(attr);
             Ok(0)
@@ -194,7 +198,8 @@ impl<T: Driver> OpsVTable<T> {
         imm: *mut bindings::ib_port_immutable,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core passes a valid, exclusive `imm`.
+            // SAFETY: `ibdev` has our ops (see `query_device`; `ready` is set before registration);
+            // `imm` is its new `port_data[port].immutable` in `setup_port_data()`, ours alone.
             let (dev, imm) = unsafe { (Device::<T>::from_raw(ibdev), &mut *imm) };
             let p = T::port_immutable(dev, port)?;
             imm.pkey_tbl_len = p.pkey_tbl_len;
@@ -227,10 +232,12 @@ impl<T: Driver> OpsVTable<T> {
         pkey: *mut u16,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibdev` has our ops, so it is a live, `ready` `Device<T>` (see
+            // `query_device`).
             let dev = unsafe { Device::<T>::from_raw(ibdev) };
             let value = T::query_pkey(dev, port, index)?;
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `pkey` is valid for writes (`# Safety`): `ib_query_pkey()` passes its
+            // caller's `u16`.
             unsafe { pkey.write(value) };
             Ok(0)
         })
@@ -244,7 +251,9 @@ impl<T: Driver> OpsVTable<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ctx` is the zeroed `size_ib_ucontext` (`ucontext::alloc_size::<T>()`) bytes
+            // of `rdma_zalloc_drv_obj()`, `device` set to ours by `ib_alloc_ucontext()`: as
+            // `ucontext::init` needs.
             unsafe { ucontext::init::<T>(ctx)? };
             Ok(0)
         })
@@ -254,7 +263,9 @@ impl<T: Driver> OpsVTable<T> {
     ///
     /// `ctx` was initialised by `alloc_ucontext`; the core frees it after this returns.
     unsafe extern "C" fn dealloc_ucontext(ctx: *mut bindings::ib_ucontext) {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ctx` was set up by our `alloc_ucontext` (the core keeps only contexts it
+        // accepted); `ufile_destroy_ucontext()` frees it right after this: the last use of its
+        // data.
         unsafe { ucontext::drop_data::<T>(ctx) };
     }
 
@@ -262,7 +273,8 @@ impl<T: Driver> OpsVTable<T> {
     ///
     /// `ctx` was initialised by `alloc_ucontext` and is not yet deallocated.
     unsafe extern "C" fn disassociate_ucontext(ctx: *mut bindings::ib_ucontext) {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ctx` was set up by our `alloc_ucontext`; `ufile_destroy_ucontext()` calls this
+        // before `dealloc_ucontext`, so the data is live for the call.
         T::disassociate_ucontext(unsafe { ucontext::data::<T>(ctx) });
     }
 
@@ -274,7 +286,9 @@ impl<T: Driver> OpsVTable<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `pd` is the zeroed `size_ib_pd` (`pd::alloc_size::<T>()`) bytes of
+            // `rdma_zalloc_drv_obj()`, `device` set to ours (`__ib_alloc_pd()`, uverbs `alloc_pd`):
+            // as `pd::init` needs.
             unsafe { pd::init::<T>(pd)? };
             Ok(0)
         })
@@ -287,7 +301,8 @@ impl<T: Driver> OpsVTable<T> {
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `pd` was set up by our `alloc_pd`; `ib_dealloc_pd_user()` calls this once the PD
+        // has no users (its internal MR is gone) and frees it on 0: the last use of its data.
         unsafe { pd::drop_data::<T>(pd) };
         0
     }
@@ -301,7 +316,9 @@ impl<T: Driver> OpsVTable<T> {
         attrs: *mut bindings::uverbs_attr_bundle,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core passes a valid `attr`.
+            // SAFETY: `ibcq` is the zeroed `size_ib_cq` bytes of `rdma_zalloc_drv_obj()`, `device`
+            // set to ours; `attr` is the creator's, `attrs` NULL (kernel) or the uverbs bundle: as
+            // `cq::init` needs.
             unsafe { cq::init::<T>(ibcq, attr, attrs)? };
             Ok(0)
         })
@@ -314,7 +331,8 @@ impl<T: Driver> OpsVTable<T> {
         ibcq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ibcq` was set up by our `create_cq`; `ib_destroy_cq_user()` refuses a CQ in use
+        // (`usecnt`), and it and `ib_free_cq()` free `ibcq` after this: the last use of its data.
         unsafe { cq::drop_data::<T>(ibcq) };
         0
     }
@@ -328,7 +346,9 @@ impl<T: Driver> OpsVTable<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibcq` is a CQ of ours (all are made by `create_cq`) that
+            // `ib_uverbs_resize_cq()` holds by its uobject for the call; `udata` is that command's
+            // `driver_udata`.
             unsafe { cq::resize::<T>(ibcq, cqe, udata)? };
             Ok(0)
         })
@@ -342,7 +362,8 @@ impl<T: Driver> OpsVTable<T> {
         flags: bindings::ib_cq_notify_flags,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibcq` is a CQ of ours (every CQ of a device with our ops is made by
+            // `create_cq`), kept alive by the caller of `ib_req_notify_cq()` for the call.
             Ok(c_int::from(unsafe { cq::req_notify::<T>(ibcq, flags)? }))
         })
     }
@@ -366,7 +387,8 @@ impl<T: Driver> OpsVTable<T> {
             // CAST: Access flags are a bit mask.
             access: access as u32,
         };
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `pd` is a PD of a device with our ops, so our `alloc_pd` set it up; uverbs
+        // `reg_mr` holds it by its uobject (a kernel caller by its reference) for the call.
         match unsafe { mr::reg_user::<T>(pd, &req, dmah) } {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
@@ -375,12 +397,15 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
-    /// `ibmr` came from `reg_user_mr`; the core does not use it after this returns 0.
+    /// `ibmr` came from `reg_user_mr` or `get_dma_mr`; the core does not use it after this
+    /// returns 0.
     unsafe extern "C" fn dereg_mr(
         ibmr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ibmr` is from our `reg_user_mr` or `get_dma_mr` (a PD's internal MR; the same
+        // `MrObject<T>` box from `new_mr`); `ib_dereg_mr_user()`, `ib_dealloc_pd_user()` drop it
+        // after 0.
         unsafe { mr::dereg::<T>(ibmr) };
         0
     }
@@ -394,7 +419,9 @@ impl<T: Driver> OpsVTable<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core passes valid `init` and `udata`.
+            // SAFETY: `ibqp` is the zeroed `size_ib_qp` object in which the core's `create_qp()`
+            // set `device`, `pd` and CQs; `init` is the creator's (CQs of this device), `udata`
+            // NULL or the command's.
             unsafe { qp::create::<T>(ibqp, init, udata)? };
             Ok(0)
         })
@@ -410,7 +437,9 @@ impl<T: Driver> OpsVTable<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibqp` is a live QP of ours (`real_qp`); `_ib_modify_qp()` passes the
+            // caller's `attr`, with `sgid_attr` filled for `IB_QP_AV`, and `udata` NULL or the
+            // command's.
             unsafe { qp::modify::<T>(ibqp, attr, mask, udata)? };
             Ok(0)
         })
@@ -426,7 +455,8 @@ impl<T: Driver> OpsVTable<T> {
         init: *mut bindings::ib_qp_init_attr,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibqp` is a live QP of ours (`ib_query_qp()` passes `real_qp`); `attr` and
+            // `init` are the caller's out structs, valid for writes.
             unsafe { qp::query::<T>(ibqp, attr, init)? };
             Ok(0)
         })
@@ -441,7 +471,9 @@ impl<T: Driver> OpsVTable<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement; the core resolved `init`'s GID attribute.
+            // SAFETY: `ibah` is the zeroed `size_ib_ah` object in which `_rdma_create_ah()` set
+            // `device` and `pd`; `rdma_fill_sgid_attr()` ran on `init.ah_attr`; `udata` is NULL or
+            // the command's.
             unsafe { ah::create::<T>(ibah, init, udata)? };
             Ok(0)
         })
@@ -451,7 +483,8 @@ impl<T: Driver> OpsVTable<T> {
     ///
     /// `ibah` was initialised by `create_ah`; the core frees it after this returns 0.
     unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ibah` was set up by our `create_ah`; `rdma_destroy_ah_user()` frees it after
+        // this returns 0: the last use of its data.
         unsafe { ah::drop_data::<T>(ibah) };
         0
     }
@@ -465,7 +498,9 @@ impl<T: Driver> OpsVTable<T> {
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibqp` is a live QP of ours; `wr` is NULL (uverbs `post_send` with no WRs:
+            // the doorbell) or a list in kernel memory; `bad_wr` is never NULL (`ib_post_send()`
+            // passes `&dummy`).
             unsafe { qp::post_send::<T>(ibqp, wr, bad_wr)? };
             Ok(0)
         })
@@ -480,7 +515,8 @@ impl<T: Driver> OpsVTable<T> {
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibqp` is a live QP of ours; `wr` is NULL (uverbs with no WRs) or a list in
+            // kernel memory; `bad_wr` is never NULL (`ib_post_recv()` passes `&dummy`).
             unsafe { qp::post_recv::<T>(ibqp, wr, bad_wr)? };
             Ok(0)
         })
@@ -495,7 +531,8 @@ impl<T: Driver> OpsVTable<T> {
         wc: *mut bindings::ib_wc,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibcq` is a CQ of ours (made by `create_cq`), kept alive by the caller of
+            // `ib_poll_cq()` for the call; `wc` has room for `num` entries (`# Safety`).
             unsafe { wr::poll::<T>(Cq::<T>::from_raw(ibcq), num, wc) }
         })
     }
@@ -507,7 +544,8 @@ impl<T: Driver> OpsVTable<T> {
         pd: *mut bindings::ib_pd,
         access: c_int,
     ) -> *mut bindings::ib_mr {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `pd` was just set up by our `alloc_pd`: the only caller, `__ib_alloc_pd()`,
+        // passes the PD it has just allocated.
         match unsafe { mr::get_dma::<T>(pd, access as u32) } {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
@@ -521,7 +559,9 @@ impl<T: Driver> OpsVTable<T> {
         ibqp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ibqp` was set up by our `create_qp`; `ib_destroy_qp_user()` refuses a QP in use
+        // (`usecnt`) and frees it after 0, as does `create_qp()`'s error path: the last use of its
+        // data.
         unsafe { qp::drop_data::<T>(ibqp) };
         0
     }
@@ -546,7 +586,9 @@ impl<T: Driver> OpsVTable<T> {
         _index: c_int,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ibdev` has our ops (see `query_device`); `hw` is the port set of our
+            // `alloc_hw_port_stats`, used under `hw->lock`, or before it is published in
+            // `setup_hw_port_stats()`.
             let (dev, values) = unsafe { (Device::<T>::from_raw(ibdev), stats::values(hw)) };
             T::port_stats(dev, port, values)?;
             Ok(c_int::try_from(values.len())?)
@@ -558,7 +600,8 @@ impl<T: Driver> OpsVTable<T> {
     /// As for `query_device`.
     unsafe extern "C" fn enable_driver(ibdev: *mut bindings::ib_device) -> c_int {
         from_result(|| {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `ib_register_device()` calls this on `ibdev`, which has our ops, so it is a
+            // live, `ready` `Device<T>` (see `query_device`).
             T::enable_driver(unsafe { Device::<T>::from_raw(ibdev) })?;
             Ok(0)
         })
@@ -568,7 +611,8 @@ impl<T: Driver> OpsVTable<T> {
     ///
     /// Called by `ib_dealloc_device()` exactly once, before the core frees `ibdev`.
     unsafe extern "C" fn dealloc_driver(ibdev: *mut bindings::ib_device) {
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `ib_dealloc_device()` is the only caller, once per device and before it frees
+        // `ibdev`: the contract of `Device::drop_data`.
         unsafe { Device::<T>::drop_data(ibdev) };
     }
 

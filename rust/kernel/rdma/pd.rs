@@ -52,7 +52,8 @@ impl<T: Driver> Pd<T> {
 pub(crate) unsafe fn init<T: Driver>(pd: *mut bindings::ib_pd) -> Result {
     // SAFETY: The core sets `device` before calling the provider.
     let dev = unsafe { Device::<T>::from_raw((*pd).device) };
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `pd` is a zeroed allocation of `alloc_size::<T>()` bytes (this function's
+    // `# Safety`); the core `kfree`s it on error and otherwise only after `dealloc_pd`.
     unsafe { Object::<T>::init(pd, T::alloc_pd(dev)) }
 }
 
@@ -62,6 +63,7 @@ pub(crate) unsafe fn init<T: Driver>(pd: *mut bindings::ib_pd) -> Result {
 ///
 /// `pd` was initialised by [`init`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(pd: *mut bindings::ib_pd) {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `pd` was initialised by `init` and this is the last use of its data (this
+    // function's `# Safety`), as `Object::drop_data` requires.
     unsafe { Object::<T>::drop_data(pd) };
 }

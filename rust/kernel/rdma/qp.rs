@@ -247,7 +247,8 @@ impl AhAttr {
     /// `a` is a valid attribute whose `sgid_attr`, if set, is valid.
     pub(crate) unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
         let grh = &a.grh;
-        // SAFETY: Per the safety requirement.
+        // SAFETY: `sgid_attr` is NULL (`as_ref` gives `None`) or points to a valid GID attribute
+        // (this function's `# Safety`), so `as_ref` is sound.
         let (sgid, roce_v2) = unsafe {
             match grh.sgid_attr.as_ref() {
                 Some(s) => (
@@ -402,7 +403,8 @@ impl QpAttr {
             out.cur_state = QpState::from_raw(a.cur_qp_state)?;
         }
         if mask.has(AttrMask::AV) {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `a` is a modify request from the core and `mask` has `AV`, so its `sgid_attr`
+            // is valid (this function's `# Safety`), as `AhAttr::from_raw` needs.
             out.ah = unsafe { AhAttr::from_raw(&a.ah_attr) };
         }
         if mask.has(AttrMask::ACCESS_FLAGS) {
@@ -522,7 +524,9 @@ impl<T: Driver> Qp<T> {
     ///
     /// `qp` was initialised by [`create`] and is not destroyed during `'a`.
     unsafe fn from_raw<'a>(qp: *mut bindings::ib_qp) -> &'a Self {
-        // SAFETY: Transparent over the object; per the safety requirement it is live.
+        // SAFETY: `Qp` is `repr(transparent)` over `Object<T>`; `qp` was initialised by `create`
+        // (`Object::init`) and is not destroyed (`drop_data`) during `'a` (this function's
+        // `# Safety`), as `from_c` needs.
         unsafe { &*core::ptr::from_ref(Object::<T>::from_c(qp)).cast::<Self>() }
     }
 
@@ -573,7 +577,9 @@ pub(crate) unsafe fn create<T: Driver>(
     init: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `init` is valid and only ours during the call; `udata` is NULL or the command's
+    // `driver_udata` (verbs.c `create_qp` passes `&uattrs->driver_udata`), as
+    // `Udata::from_raw` needs (this function's `# Safety`).
     let (init, mut udata) = unsafe { (&mut *init, Udata::from_raw(udata)) };
     if !init.srq.is_null() || !init.xrcd.is_null() || init.send_cq.is_null() {
         return Err(EOPNOTSUPP);
@@ -585,13 +591,14 @@ pub(crate) unsafe fn create<T: Driver>(
         return Err(EOPNOTSUPP);
     }
     let qp_type = QpType::from_raw(init.qp_type)?;
-    // SAFETY: Per the safety requirement; every type accepted above has a PD.
+    // SAFETY: The core set `pd` (this function's `# Safety`) to a PD of this device, set up by
+    // `pd::init` and held by the caller for the call; every type accepted above has a PD.
     let pd = unsafe { Pd::<T>::from_raw((*qp).pd) };
     let request = QpInit {
         qp_type,
         caps: QpCaps::from_raw(&init.cap),
-        // SAFETY: Per the safety requirement the CQs are live CQs of `T`, and the core holds
-        // them (usecnt) while the QP exists.
+        // SAFETY: Both CQs are non-NULL (checked above) live CQs of `T` (this function's
+        // `# Safety`), held by the caller for the call, which `request` does not outlive.
         send_cq: unsafe { Cq::<T>::from_raw(init.send_cq) },
         // SAFETY: As above.
         recv_cq: unsafe { Cq::<T>::from_raw(init.recv_cq) },
@@ -601,7 +608,9 @@ pub(crate) unsafe fn create<T: Driver>(
     let (created, data) = T::create_qp(pd, &request, udata.as_mut())?;
     let link = request.link.clone();
     let data_link = link.clone();
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `qp` is a zeroed allocation of `alloc_size::<T>()` = `ALLOC_SIZE` bytes (this
+    // function's `# Safety`); nothing after this fails, so once initialised the core
+    // frees it only after `destroy_qp` has run `drop_data`.
     unsafe {
         Object::<T>::init(
             qp,
@@ -631,7 +640,9 @@ pub(crate) unsafe fn modify<T: Driver>(
 ) -> Result {
     // CAST: A bit mask.
     let mask = AttrMask(mask as u32);
-    // SAFETY: Per the safety requirement; the core resolved `sgid_attr` for `AV`.
+    // SAFETY: `qp` came from `create` (this function's `# Safety`) and lives through a modify;
+    // `attr` is valid and `_ib_modify_qp` resolved its `sgid_attr` for `AV`; `udata` is
+    // NULL or the command's `driver_udata` (`ib_modify_qp_with_udata`).
     let (this, attr, mut udata) = unsafe {
         (
             Qp::<T>::from_raw(qp),
@@ -652,7 +663,8 @@ pub(crate) unsafe fn query<T: Driver>(
     attr: *mut bindings::ib_qp_attr,
     init: *mut bindings::ib_qp_init_attr,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `qp` came from `create` and lives through the call; `attr` and `init` are valid
+    // for writes (this function's `# Safety`) and only the caller's, untouched meanwhile.
     let (this, attr, init) = unsafe { (Qp::<T>::from_raw(qp), &mut *attr, &mut *init) };
     let q = T::query_qp(this)?;
     q.attr.write_to(attr);
@@ -684,18 +696,22 @@ pub(crate) unsafe fn post_send<T: Driver>(
     wr: *const bindings::ib_send_wr,
     bad_wr: *mut *const bindings::ib_send_wr,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `qp` came from `create` (this function's `# Safety`), and the core does not
+    // destroy a QP while a post to it runs.
     let this = unsafe { Qp::<T>::from_raw(qp) };
     if wr.is_null() {
         return T::doorbell(this);
     }
     // A user QP's WRs would come from user memory (the `POST_SEND` command with a list), their
     // SGEs naming any address: only kernel consumers' WRs become `SendWr`s.
-    // SAFETY: Per the safety requirement `qp` is live; `uobject` is set at creation.
+    // SAFETY: `qp` is live (this function's `# Safety`); verbs.c `create_qp` set `uobject`
+    // before our `create` and nothing changes it, so the read races with no write.
     if unsafe { !(*qp).uobject.is_null() } {
         return Err(EINVAL);
     }
-    // SAFETY: Per the safety requirement; a kernel QP's WRs come from kernel consumers.
+    // SAFETY: `this` is `qp`, whose `pd` the core set at creation; `wr` is a non-NULL valid
+    // list and `bad_wr` is valid for writes (this function's `# Safety`); a kernel QP's
+    // SGEs are kernel consumers' memory, as `SendWr::gather` assumes.
     unsafe { super::wr::post_send_list(this, qp, wr, bad_wr) }
 }
 
@@ -709,14 +725,18 @@ pub(crate) unsafe fn post_recv<T: Driver>(
     wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
 ) -> Result {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `qp` came from `create` (this function's `# Safety`), and the core does not
+    // destroy a QP while a post to it runs.
     let this = unsafe { Qp::<T>::from_raw(qp) };
     // As for `post_send`: only kernel consumers' WRs become `RecvBuf`s.
-    // SAFETY: Per the safety requirement `qp` is live; `uobject` is set at creation.
+    // SAFETY: `qp` is live (this function's `# Safety`); verbs.c `create_qp` set `uobject`
+    // before our `create` and nothing changes it, so the read races with no write.
     if unsafe { !(*qp).uobject.is_null() } {
         return Err(EINVAL);
     }
-    // SAFETY: Per the safety requirement; a kernel QP's WRs come from kernel consumers.
+    // SAFETY: `this` is `qp`, whose `pd` the core set at creation; `wr` is a valid list and
+    // `bad_wr` is valid for writes (this function's `# Safety`); a kernel QP's SGEs are
+    // kernel consumers' memory, as `RecvBuf::write` assumes.
     unsafe { super::wr::post_recv_list(this, qp, wr, bad_wr) }
 }
 
@@ -726,10 +746,12 @@ pub(crate) unsafe fn post_recv<T: Driver>(
 ///
 /// `qp` was initialised by [`create`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(qp: *mut bindings::ib_qp) {
-    // SAFETY: Per the safety requirement the data is initialised.
+    // SAFETY: `qp` was initialised by `create` and its data is dropped only below (this
+    // function's `# Safety`); the reference ends with this statement.
     let link = unsafe { Object::<T>::data(qp) }.link.clone();
     // Waits for work inside `QpLink::with`; none starts after.
     link.set(None);
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `qp` was initialised by `create` and this is the last use of its data (this
+    // function's `# Safety`): `link.set(None)` waited out every `QpLink::with` user.
     unsafe { Object::<T>::drop_data(qp) };
 }

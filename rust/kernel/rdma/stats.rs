@@ -51,7 +51,9 @@ pub(crate) fn alloc(descs: &'static [StatDesc]) -> *mut bindings::rdma_hw_stats 
 ///
 /// `stats` came from [`alloc`] and the core holds its lock for the duration of `'a`.
 pub(crate) unsafe fn values<'a>(stats: *mut bindings::rdma_hw_stats) -> &'a mut [u64] {
-    // SAFETY: Per the safety requirement, `value` has `num_counters` entries, ours to write.
+    // SAFETY: `stats` came from `alloc`, so `rdma_alloc_hw_stats_struct` sized `value` for
+    // `num_counters` `u64`s; the core's lock on `stats` keeps others off them for `'a`
+    // (this function's `# Safety`).
     unsafe {
         let n = usize::try_from((*stats).num_counters).unwrap_or(0);
         core::slice::from_raw_parts_mut((&raw mut (*stats).value).cast::<u64>(), n)

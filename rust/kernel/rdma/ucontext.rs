@@ -22,7 +22,8 @@ pub(crate) const fn alloc_size<T: Driver>() -> usize {
 pub(crate) unsafe fn init<T: Driver>(ctx: *mut bindings::ib_ucontext) -> Result {
     // SAFETY: The core sets `device` before calling the provider.
     let dev = unsafe { Device::<T>::from_raw((*ctx).device) };
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ctx` is a zeroed allocation of `alloc_size::<T>()` bytes (this function's
+    // `# Safety`); the core `kfree`s it on error, else only after `dealloc_ucontext`.
     unsafe { Object::<T>::init(ctx, T::alloc_ucontext(dev)) }
 }
 
@@ -32,7 +33,8 @@ pub(crate) unsafe fn init<T: Driver>(ctx: *mut bindings::ib_ucontext) -> Result 
 ///
 /// `ctx` was initialised by [`init`], is not yet passed to [`drop_data`], and stays so for `'a`.
 pub(crate) unsafe fn data<'a, T: Driver>(ctx: *mut bindings::ib_ucontext) -> &'a T::Ucontext {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ctx` was initialised by `init`, is not yet passed to `drop_data`, and stays so
+    // for `'a` (this function's `# Safety`): what `Object::data` requires.
     unsafe { Object::<T>::data(ctx) }
 }
 
@@ -42,6 +44,7 @@ pub(crate) unsafe fn data<'a, T: Driver>(ctx: *mut bindings::ib_ucontext) -> &'a
 ///
 /// `ctx` was initialised by [`init`] and this is the last use of its data.
 pub(crate) unsafe fn drop_data<T: Driver>(ctx: *mut bindings::ib_ucontext) {
-    // SAFETY: Per the safety requirement.
+    // SAFETY: `ctx` was initialised by `init` and this is the last use of its data (this
+    // function's `# Safety`), as `Object::drop_data` requires.
     unsafe { Object::<T>::drop_data(ctx) };
 }

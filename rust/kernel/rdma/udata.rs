@@ -35,7 +35,8 @@ impl<'a> Udata<'a> {
         if attrs.is_null() {
             return None;
         }
-        // SAFETY: Per the safety requirement the bundle is valid; its header holds both fields.
+        // SAFETY: `attrs` is not NULL, so it is the core's bundle for this create callback, valid
+        // for `'a` (this function's `# Safety`); `driver_udata` and `context` are in its `hdr`.
         let (raw, ctx) = unsafe {
             let hdr = &raw mut (*attrs).__bindgen_anon_1.hdr;
             (&raw mut (*hdr).driver_udata, (*hdr).context)
@@ -57,7 +58,8 @@ impl<'a> Udata<'a> {
         if udata.is_null() {
             return None;
         }
-        // SAFETY: Per the safety requirement `udata` sits in a bundle's header.
+        // SAFETY: `udata` is not NULL, so it is the `driver_udata` of a bundle live for `'a` (this
+        // function's `# Safety`): stepping back to the bundle stays in it; `context` is readable.
         let ctx = unsafe {
             let attrs = crate::container_of!(
                 udata,

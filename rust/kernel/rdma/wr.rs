@@ -35,7 +35,8 @@ unsafe fn sges(
     let n = usize::try_from(num_sge).map_err(|_| EINVAL)?;
     let mut out = KVec::with_capacity(n, GFP_ATOMIC)?;
     for i in 0..n {
-        // SAFETY: Per the safety requirement `i < num_sge` indexes the list.
+        // SAFETY: `i < n == num_sge` and `sg_list` points to `num_sge` valid SGEs (this
+        // function's `# Safety`), so `sg_list.add(i)` is in bounds and readable.
         let sge = unsafe { &*sg_list.add(i) };
         if sge.lkey != lkey {
             return Err(EINVAL);
@@ -249,7 +250,9 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
     mut wr: *const bindings::ib_send_wr,
     bad_wr: *mut *const bindings::ib_send_wr,
 ) -> Result {
-    // SAFETY: Per the safety requirement the QP has a live PD.
+    // SAFETY: `raw_qp` is `qp`'s `ib_qp` (as `qp::post_send` passes them), whose `pd` the core
+    // set at creation (this function's `# Safety`); a PD may not be freed while its QPs
+    // exist (`ib_dealloc_pd_user`).
     let lkey = unsafe { (*(*raw_qp).pd).local_dma_lkey };
     // SAFETY: Set at creation.
     let ud = unsafe {
@@ -288,7 +291,7 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
             })
         };
         if let Err(e) = res {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `bad_wr` is valid for writes (this function's `# Safety`).
             unsafe { *bad_wr = wr };
             return Err(e);
         }
@@ -309,7 +312,9 @@ pub(crate) unsafe fn post_recv_list<T: Driver>(
     mut wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
 ) -> Result {
-    // SAFETY: Per the safety requirement the QP has a live PD.
+    // SAFETY: `raw_qp` is `qp`'s `ib_qp` (as `qp::post_recv` passes them), whose `pd` the core
+    // set at creation (this function's `# Safety`); a PD may not be freed while its QPs
+    // exist (`ib_dealloc_pd_user`).
     let lkey = unsafe { (*(*raw_qp).pd).local_dma_lkey };
     while !wr.is_null() {
         // SAFETY: A valid list node.
@@ -326,7 +331,8 @@ pub(crate) unsafe fn post_recv_list<T: Driver>(
             })
         };
         if let Err(e) = res {
-            // SAFETY: Per the safety requirement.
+            // SAFETY: `bad_wr` is valid for writes (this function's `# Safety`, as for
+            // `post_send_list`).
             unsafe { *bad_wr = wr };
             return Err(e);
         }
