@@ -146,8 +146,8 @@ spray_counted() {
 
 # A live transfer of each kind under the spray. READ once ran out of retries here: a responder
 # busy answering again a long READ looked dead to the READs behind it (issue 15).
-# Each forged request "ahead" makes the responder NAK its expected PSN, and the requester sends
-# again from there what it had in flight (IBA's go-back-N: a spoofer costs a window each time).
+# A forged request "ahead", when no NAK is outstanding, makes the responder NAK its expected PSN,
+# and the requester sends again from there what it had in flight (IBA's go-back-N).
 # Under TCG, with the spray from start to end, the 67 ms ACK timeout then runs out of retries
 # although data moves; a 1 s timeout (code 18) keeps this about integrity, not timer tuning.
 for op in write send read; do

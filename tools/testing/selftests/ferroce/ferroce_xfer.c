@@ -17,10 +17,10 @@
  * --corrupt N (the side that produces message N spoils one of its bytes: the check must fail),
  * --allow-loss (UC/UD: lost messages are counted, not failed; delivered ones are still checked),
  * --timeout SECONDS (per batch), --ack-timeout CODE (the RC QP's local ACK timeout, IBA's
- * 4.096 us << CODE; default 14, 67 ms), --start-on FILE (with the QP ready, start the transfer once FILE
- * exists), --hold FILE (after the transfer and its report, keep the QP until FILE exists): a
- * test sets up and reads counters around a transfer while its QPs are there. Each waits 120 s
- * at most.
+ * 4.096 us << CODE; default 14, 67 ms), --start-on FILE (with the QP ready, start the transfer
+ * once FILE exists), --hold FILE (after the transfer and its report, keep the QP until FILE
+ * exists): a test sets up and reads counters around a transfer while its QPs are there. Each
+ * waits 120 s at most.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

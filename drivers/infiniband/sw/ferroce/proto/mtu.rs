@@ -18,10 +18,10 @@ pub(crate) const fn ib_mtu_bytes(code: u32) -> Option<u32> {
 /// The largest IB MTU (in bytes) whose packets fit `link_mtu`; 256 if none does.
 pub(crate) fn ib_mtu_for_link(link_mtu: u32) -> u32 {
     let room = link_mtu.saturating_sub(ROCE_MAX_HDR_LEN);
-    (1..=5)
-        .rev()
-        .filter_map(ib_mtu_bytes)
-        .find(|&m| m <= room)
+    (1..)
+        .map_while(ib_mtu_bytes)
+        .filter(|&m| m <= room)
+        .last()
         .unwrap_or(256)
 }
 
