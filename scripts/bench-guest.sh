@@ -83,6 +83,17 @@ perftest() {
 	# Duration mode measures between margins (-f) at both ends: perftest's default margin of
 	# 2 s left a 2 s run nothing to measure, which it printed as 0 Gb/s.
 	local mode=(-D $((secs + 2)) -f 1)
+	# perftest signals one send in 100 (-Q, CQ moderation) and counts iterations by those
+	# completions: with 1 MiB messages, or 64 KiB on 16 QPs, 100 of them per QP are more than a
+	# TCG run moves in its window, and it printed 0 Gb/s although the data moved (the counters
+	# showed it). Now at most 2 MiB, over all QPs, per round of signaled sends; both drivers run
+	# with the same arguments.
+	local qps=1 cq_mod
+	[[ " $* " =~ \ -q\ ([0-9]+) ]] && qps=${BASH_REMATCH[1]}
+	cq_mod=$((2097152 / (size * qps)))
+	((cq_mod > 100)) && cq_mod=100
+	((cq_mod < 1)) && cq_mod=1
+	mode+=(-Q "$cq_mod")
 	# Latency in TSC cycles (-C), turned into microseconds here: perftest's own conversion
 	# calibrates the TSC against gettimeofday per run, gives 0 MHz when the fit is poor (about one
 	# run in twelve under TCG) and then prints "inf" and exits 0.

@@ -40,14 +40,18 @@ if [ "$rc" -ne 0 ] && ! grep -q '^fail host cargo/' "$results"; then
 	echo "fail host cargo/build (cargo test failed without a failing test: build error?)" >>"$results"
 fi
 
+# unittest_results NAME SCRIPT: runs a host unittest script, one result line per case.
+unittest_results() {
+	local name=$1 log="$run_dir/$1.log" rc=0
+	python3 "$2" -v >"$log" 2>&1 || rc=$?
+	cat "$log"
+	python3 "$FERROCE_ROOT/scripts/ktap_results.py" host "$name" "$rc" \
+		< <(echo "1..1"; cat "$log"; [ "$rc" -eq 0 ] && echo "ok 1 $name" || echo "not ok 1 $name") \
+		>>"$results"
+}
+
 timed "host tests (roce_inject_test.py)"
-log="$run_dir/roce-inject-test.log"
-rc=0
-python3 "$FERROCE_ROOT/tools/testing/selftests/ferroce/roce_inject_test.py" -v >"$log" 2>&1 || rc=$?
-cat "$log"
-python3 "$FERROCE_ROOT/scripts/ktap_results.py" host roce_inject_test.py "$rc" \
-	< <(echo "1..1"; cat "$log"; [ "$rc" -eq 0 ] && echo "ok 1 roce_inject_test" || echo "not ok 1 roce_inject_test") \
-	>>"$results"
+unittest_results roce_inject_test.py "$FERROCE_ROOT/tools/testing/selftests/ferroce/roce_inject_test.py"
 
 timed "host tests (the driver has no unsafe)"
 # Every unsafe block and every use of the C bindings lives in the abstractions.
@@ -73,6 +77,9 @@ fi
 timed "build the kernel"
 build=$("$FERROCE_ROOT/scripts/build-kernel.sh")
 tree=$(cat "$FERROCE_CACHE/current-tree")
+
+timed "host tests (harness_test.py: the harness fails what it should)"
+FERROCE_TREE=$tree unittest_results harness_test.py "$FERROCE_ROOT/scripts/harness_test.py"
 
 timed "build the test programs"
 make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest programs did not build"

@@ -18,7 +18,9 @@ build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built 
 
 # KVM only where it works: /dev/kvm is there on machines whose CPU has no vmx/svm, and a KVM
 # guest then spins forever while decompressing.
-opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm)
+# A 16 MiB kernel log: the log checks read it from boot on, and must not lose its start.
+opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm
+	--append log_buf_len=16M)
 if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
 	echo "guest: KVM" >&2
 else

@@ -21,8 +21,11 @@ elif ! echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
 else
 	# A second scan: objects freed late (RCU, workqueues) are not reported as leaks.
 	sleep 2
-	echo scan >/sys/kernel/debug/kmemleak
-	leaks=$(cat /sys/kernel/debug/kmemleak)
+	if ! echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
+		leaks="(the second scan failed)"
+	else
+		leaks=$(cat /sys/kernel/debug/kmemleak)
+	fi
 	if [ -z "$leaks" ]; then
 		echo "pass kernel-log $name/kmemleak"
 	else
@@ -34,7 +37,14 @@ fi
 # Lockdep's reports start "WARNING: possible circular locking ..." (or inconsistent lock state,
 # suspicious RCU usage); the bare word "lockdep" is in a boot banner ("RCU lockdep checking is
 # enabled") and must not match.
-bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|DEBUG_LOCKS_WARN_ON|UBSAN|KASAN|soft lockup|hung task|RCU stall|rcu_sched self-detected' || true)
+# A hung task reads "INFO: task ... blocked for more than"; an RCU stall "rcu: INFO: ... detected
+# stalls".
+bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|DEBUG_LOCKS_WARN_ON|UBSAN|KASAN|soft lockup|blocked for more than|detected stalls|self-detected stall' || true)
+# The log must still begin at boot: a ring buffer that wrapped has lost what it began with.
+if ! dmesg | sed -n '1,5p' | grep 'Linux version' >/dev/null; then
+	bad="${bad:+$bad
+}the kernel log no longer starts at boot (its ring buffer wrapped): earlier lines are lost"
+fi
 if [ -z "$bad" ]; then
 	echo "pass kernel-log $name/log"
 else

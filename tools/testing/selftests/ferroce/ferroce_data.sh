@@ -180,16 +180,16 @@ xfer_all() {
 for mtu in $MTUS; do
 	set_mtu "$mtu"
 	ib_mtu=$([ "$mtu" -ge 4200 ] && echo 4096 || echo 1024)
-	ktap_test_result "ibv_ud_pingpong at MTU $mtu (500 iterations, checked)" ud_pingpong "$mtu"
+	ktap_test_result "ibv_ud_pingpong at MTU $mtu (500 iterations, -c)" ud_pingpong "$mtu"
 	ktap_test_result "rping -C 500 -v -V at MTU $mtu" rping_pair 500
 	for size in $RC_SIZES; do
-		ktap_test_result "ibv_rc_pingpong at MTU $mtu, $size bytes (checked)" \
+		ktap_test_result "ibv_rc_pingpong at MTU $mtu, $size bytes (-c)" \
 			pair ibv_rc_pingpong -m "$ib_mtu" -s "$size" -n "$(iters "$size")" -r 16 -c
 	done
 	for tool in $PERFTESTS; do
 		ktap_test_result "$tool at MTU $mtu" perf "$tool"
 	done
-	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (checked)" \
+	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (-c)" \
 		pair ibv_uc_pingpong -m "$ib_mtu" -s 65536 -n 50 -r 16 -c
 	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, every write arrived" uc_writes
 	xfer_all "$ib_mtu" "$mtu"
@@ -216,9 +216,9 @@ ipv6() {
 }
 
 set_mtu 1500
-ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, checked)" \
+ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, -c)" \
 	ipv6 pair ibv_ud_pingpong -s 1024 -n 200 -c
-ktap_test_result "IPv6: ibv_rc_pingpong 64 KiB x 20 (checked)" \
+ktap_test_result "IPv6: ibv_rc_pingpong 64 KiB x 20 (-c)" \
 	ipv6 pair ibv_rc_pingpong -m 1024 -s 65536 -n 20 -r 16 -c
 GIDOPT=-x ktap_test_result "IPv6: ib_write_bw 64 KiB x 100" ipv6 pair ib_write_bw -s 65536 -n 100 -F
 GIDOPT=-x ktap_test_result "IPv6: ib_read_bw 64 KiB x 100" ipv6 pair ib_read_bw -s 65536 -n 100 -F
@@ -239,7 +239,7 @@ loopback() {
 	[ "$((s1 - s0))" -gt 0 ] && [ "$((s1 - s0))" -eq "$((r1 - r0))" ] && [ "$p1" -eq "$p0" ]
 }
 
-ktap_test_result "loopback (one device): ibv_rc_pingpong 64 KiB x 20 (checked)" \
+ktap_test_result "loopback (one device): ibv_rc_pingpong 64 KiB x 20 (-c)" \
 	loopback pair ibv_rc_pingpong -m 1024 -s 65536 -n 20 -r 16 -c
 ktap_test_result "loopback (one device): rping -C 100 -v -V" loopback rping_pair 100
 ktap_test_result "loopback (one device): RC SEND, byte-exact" \
@@ -308,7 +308,7 @@ for dev in "$A va" "$B vb"; do
 	tc -n "$1" qdisc replace dev "$2" root netem delay 1ms reorder 1% loss 1% ||
 		ktap_exit_fail_msg "netem on $2"
 done
-ktap_test_result "1% loss + reordering: ibv_rc_pingpong 64 KiB x 50 (checked) and resends" \
+ktap_test_result "1% loss + reordering: ibv_rc_pingpong 64 KiB x 50 (-c) and resends" \
 	lossy ibv_rc_pingpong -m 1024 -s 65536 -n 50 -r 16 -c
 ktap_test_result "1% loss + reordering: rping -C 200 -V and resends" lossy_rping 200
 GIDOPT=-x ktap_test_result "1% loss + reordering: ib_write_bw 64 KiB x 200 and resends" \

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The harness's own checks turn `make check` red when they should (issue 21).
+
+  harness_test.py [-v]   (FERROCE_TREE: the kernel tree, for kselftest's ktap_helpers.sh)
+
+Each case feeds scripts/ktap_results.py or scripts/check_summary.py what a broken run would
+give them (a skipped subtest, a suite that never ran, a bailed-out script, a module that would
+not unload, a skipped unittest case, an unchecked kernel log) and asserts the verdict is a
+failure; the cases that must pass are here too, so a checker that always fails is caught.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SELFTESTS = os.path.join(ROOT, "tools/testing/selftests/ferroce")
+EXPECTED = os.path.join(HERE, "expected-results")
+
+
+def ktap_results(script, code, output, suite="selftests.ferroce"):
+    """The result lines ktap_results.py makes of one script's output and exit code."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "ktap_results.py"), suite, script,
+                        str(code)], input=output, capture_output=True, text=True, check=True)
+    return [line for line in r.stdout.splitlines() if line]
+
+
+def passing_run():
+    """The result lines of a run in which every expected group reported, all passing, with the
+    allowed skips skipped."""
+    lines = []
+    allowed = set()
+    for line in open(EXPECTED):
+        parts = line.split("#", 1)[0].split()
+        if parts and parts[0] == "allow-skip":
+            allowed.add((parts[1], parts[2]))
+    for line in open(EXPECTED):
+        parts = line.split("#", 1)[0].split()
+        if not parts or parts[0] == "allow-skip":
+            continue
+        suite, group, count = parts[0], parts[1], int(parts[2])
+        for i in range(1, count + 1):
+            name = f"{group}/{i}"
+            status = "skip" if (suite, name) in allowed else "pass"
+            lines.append(f"{status} {suite} {name} case {i}")
+    return lines
+
+
+def summary(lines, *extra):
+    """check_summary.py's exit code and output for these result lines."""
+    with tempfile.NamedTemporaryFile("w", suffix=".results", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        r = subprocess.run([sys.executable, os.path.join(HERE, "check_summary.py"), f.name,
+                            EXPECTED, *extra], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    return r.returncode, r.stdout
+
+
+class Verdicts(unittest.TestCase):
+    def test_a_complete_passing_run_passes(self):
+        code, out = summary(passing_run())
+        self.assertEqual(code, 0, out)
+        self.assertIn(" 0 failed, 2 skipped", out)
+
+    def test_a_skipped_subtest_is_a_skip_not_a_pass(self):
+        # Item 2: KTAP's ktap_finished exits 0 when pass + skip equals the plan.
+        lines = ktap_results("x.sh", 0, "1..3\nok 1 a\nok 2 b # SKIP no tool\nok 3 c\n")
+        self.assertEqual([l.split()[0] for l in lines], ["pass", "skip", "pass"])
+
+    def test_a_skip_that_is_not_allowed_fails_the_run(self):
+        run = passing_run()
+        i = run.index("pass selftests.ferroce ferroce_data.sh/5 case 5")
+        run[i] = "skip selftests.ferroce ferroce_data.sh/5 case 5"
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("skipped, not allowed", out)
+
+    def test_a_script_that_skips_whole_is_a_skip(self):
+        lines = ktap_results("x.sh", 4, "1..0 # SKIP missing tool\n")
+        self.assertEqual([l.split()[0] for l in lines], ["skip"])
+
+    def test_a_suite_that_did_not_run_fails_the_run(self):
+        # Item 5: every group is pinned with its count.
+        run = [l for l in passing_run() if "ferroce_teardown.sh/" not in l]
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("ferroce_teardown.sh: did not run, expected 7", out)
+
+    def test_a_suite_that_reported_less_fails_the_run(self):
+        run = [l for l in passing_run() if l != "pass kunit ferroce_proto/6 case 6"]
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("ferroce_proto: reported 5 results, expected 6", out)
+
+    def test_a_plan_not_met_fails_the_script(self):
+        lines = ktap_results("x.sh", 0, "1..5\nok 1 a\nok 2 b\nok 3 c\n")
+        self.assertIn("fail selftests.ferroce x.sh (2 of 5 subtests never reported)", lines)
+
+    def test_a_timeout_fails_the_script(self):
+        lines = ktap_results("x.sh", 124, "1..2\nok 1 a\nok 2 b\n")
+        self.assertIn("fail selftests.ferroce x.sh (timed out)", lines)
+
+    def test_unittest_cases_count_one_by_one_and_a_skipped_case_is_a_skip(self):
+        # Item 8: "Ran N" is not N passes.
+        out = ("1..1\n# test_a (m.T.test_a) ... ok\n"
+               "# test_b (m.T.test_b) ... skipped 'no device'\n"
+               "# test_c (m.T.test_c) ... FAIL\nnot ok 1 cases\n")
+        lines = ktap_results("x.py", 1, out)
+        self.assertEqual(lines, ["pass selftests.ferroce x.py/1/test_a",
+                                 "skip selftests.ferroce x.py/1/test_b",
+                                 "fail selftests.ferroce x.py/1/test_c"])
+
+    def test_a_module_left_loaded_fails_the_run(self):
+        # Item 8: guest-check.sh records SUITE/unload when modprobe -r fails after a suite.
+        run = passing_run()
+        run.append("fail selftests.ferroce ferroce_data.sh/unload (rdma_rxe still loaded)")
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("ferroce_data.sh: reported 55 results, expected 54", out)
+
+    def test_an_unchecked_or_failed_kernel_log_fails_the_run(self):
+        # Items 4 and 6: each guest's log check is pinned, and a failed one counts.
+        run = [l for l in passing_run() if not l.startswith("pass kernel-log interop-ferroce/")]
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+        self.assertIn("kernel-log interop-ferroce: did not run, expected 3", out)
+        run = passing_run()
+        run[run.index("pass kernel-log interop-c-rxe/2 case 2")] = \
+            "fail kernel-log interop-c-rxe/2 WARNING in the kernel log"
+        code, out = summary(run)
+        self.assertEqual(code, 1, out)
+
+    def test_an_unlisted_group_fails_the_run(self):
+        code, out = summary(passing_run() + ["pass selftests.ferroce new_suite.sh/1 x"])
+        self.assertEqual(code, 1, out)
+        self.assertIn("ran but is not in the expected list", out)
+
+    def test_a_run_with_nothing_passed_fails(self):
+        code, out = summary([])
+        self.assertEqual(code, 1, out)
+
+
+class Strict(unittest.TestCase):
+    """Item 3: under FERROCE_STRICT (make check) a missing tool fails the script."""
+
+    def run_require(self, strict):
+        tree = os.environ.get("FERROCE_TREE")
+        helpers = os.path.join(tree or "", "tools/testing/selftests/kselftest/ktap_helpers.sh")
+        self.assertTrue(tree and os.path.exists(helpers), "FERROCE_TREE must name the kernel tree")
+        env = dict(os.environ, FERROCE_STRICT="1" if strict else "")
+        script = (f"source {helpers}; source {SELFTESTS}/ferroce_lib.sh; "
+                  "ktap_print_header; require bash ferroce-no-such-tool; ktap_set_plan 1; "
+                  "ktap_test_pass ran; ktap_finished")
+        r = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+        return ktap_results("x.sh", r.returncode, r.stdout)
+
+    def test_a_missing_tool_fails_under_strict(self):
+        self.assertEqual([l.split()[0] for l in self.run_require(True)], ["fail"])
+
+    def test_a_missing_tool_skips_outside_make_check(self):
+        self.assertEqual([l.split()[0] for l in self.run_require(False)], ["skip"])
+
+
+if __name__ == "__main__":
+    unittest.main()
