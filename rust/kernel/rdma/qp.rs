@@ -707,6 +707,8 @@ pub(crate) unsafe fn post_send<T: Driver>(
     // SAFETY: `qp` is live (this function's `# Safety`); verbs.c `create_qp` set `uobject`
     // before our `create` and nothing changes it, so the read races with no write.
     if unsafe { !(*qp).uobject.is_null() } {
+        // SAFETY: `bad_wr` is valid for writes (this function's `# Safety`).
+        unsafe { *bad_wr = wr };
         return Err(EINVAL);
     }
     // SAFETY: `this` is `qp`, whose `pd` the core set at creation; `wr` is a non-NULL valid
@@ -732,6 +734,8 @@ pub(crate) unsafe fn post_recv<T: Driver>(
     // SAFETY: `qp` is live (this function's `# Safety`); verbs.c `create_qp` set `uobject`
     // before our `create` and nothing changes it, so the read races with no write.
     if unsafe { !(*qp).uobject.is_null() } {
+        // SAFETY: `bad_wr` is valid for writes (this function's `# Safety`).
+        unsafe { *bad_wr = wr };
         return Err(EINVAL);
     }
     // SAFETY: `this` is `qp`, whose `pd` the core set at creation; `wr` is a valid list and

@@ -303,9 +303,10 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
             break;
         };
         // No more READs outstanding than the peer granted (IBA C9-148 ff.): it keeps state for
-        // that many, and a READ it has no room for would fail the QP. The rest wait, in order.
+        // that many, and a READ it has no room for would fail the QP. The rest wait, in order;
+        // with none granted, a READ waits until the ACK timeout fails it (C rxe sends none).
         if sent.kind() == Kind::Read && !uc {
-            let limit = usize::from(attr.max_rd_atomic.max(1));
+            let limit = usize::from(attr.max_rd_atomic);
             let outstanding = req.flight.get(..idx).map_or(0, |before| {
                 before
                     .iter()

@@ -308,7 +308,8 @@ fn on_read_response(
             landed_nothing(shared, inner, psn);
             return Ok(false);
         }
-        ReadOutcome::NotOurs => return Ok(false),
+        // At the PSN of a SEND or WRITE, or of no WQE: it answers nothing this QP asked.
+        ReadOutcome::NotOurs => return Err(QpDrop::BadPsn),
     };
     let Some(sent) = req.flight.get_mut(idx) else {
         return Ok(false);

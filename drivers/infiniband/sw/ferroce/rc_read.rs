@@ -90,7 +90,8 @@ pub(crate) fn start(
     if reth.dma_len > MAX_MSG_SIZE {
         return Err(Refusal::Invalid);
     }
-    let limit = usize::from(inner.attr.max_dest_rd_atomic.max(1));
+    // None granted (`max_dest_rd_atomic` 0): no READ is taken (as C rxe).
+    let limit = usize::from(inner.attr.max_dest_rd_atomic);
     let reads = &mut inner.resp.reads.0;
     // The requester may have no more READs outstanding than it was granted.
     if reads.iter().filter(|r| r.answering()).count() >= limit {

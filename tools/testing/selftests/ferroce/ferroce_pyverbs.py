@@ -67,14 +67,15 @@ def gid_index(ctx, addr):
     raise AssertionError(f"no RoCE v2 GID for {addr}")
 
 
-def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
+def connect(qp, addr, sgid_index, dest_qpn, timeout=10, max_dest_rd_atomic=1, rnr_retry=1,
+            min_rnr_timer=1, max_rd_atomic=1):
     """INIT -> RTS toward `dest_qpn` at IPv4 `addr`; both directions start at RQ_PSN."""
     qa = QPAttr(port_num=1)
     qa.path_mtu = e.IBV_MTU_1024
     qa.dest_qp_num = dest_qpn
     qa.rq_psn = RQ_PSN
-    qa.max_dest_rd_atomic = 1
-    qa.min_rnr_timer = 1
+    qa.max_dest_rd_atomic = max_dest_rd_atomic
+    qa.min_rnr_timer = min_rnr_timer
     qa.ah_attr = AHAttr(port_num=1, is_global=1,
                         gr=GlobalRoute(dgid=GID(mapped(addr)), sgid_index=sgid_index, hop_limit=64))
     qp.to_rtr(qa)
@@ -82,8 +83,8 @@ def connect(qp, addr, sgid_index, dest_qpn, timeout=10):
     qa.sq_psn = RQ_PSN
     qa.timeout = timeout
     qa.retry_cnt = 1
-    qa.rnr_retry = 1
-    qa.max_rd_atomic = 1
+    qa.rnr_retry = rnr_retry
+    qa.max_rd_atomic = max_rd_atomic
     qp.to_rts(qa)
 
 
@@ -158,10 +159,14 @@ class Endpoint:
         self.mr.write(bytes(MR_LEN), MR_LEN)
         self.rbuf = MR(self.pd, recv_len * max(recvs, 1), e.IBV_ACCESS_LOCAL_WRITE)
         self.qp = self.new_qp()
+        self.to_init(recvs)
+
+    def to_init(self, recvs):
+        """RESET -> INIT, then `recvs` receives posted."""
         qa = QPAttr(port_num=1)
         qa.qp_state = e.IBV_QPS_INIT
         qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
-        if qp_type == e.IBV_QPT_RC:
+        if self.qp_type == e.IBV_QPT_RC:
             qa.qp_access_flags |= e.IBV_ACCESS_REMOTE_READ
         self.qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
                        e.IBV_QP_ACCESS_FLAGS)

@@ -14,7 +14,10 @@ rxe provider writes them) before ringing the doorbell: the kernel must fail that
 the status its fault deserves, and flush the rest.
 """
 
+import ctypes
+import errno
 import os
+import struct
 import sys
 import time
 import unittest
@@ -47,6 +50,9 @@ def peer():
 
 
 FAKE_PEER_QPN = 0x77
+IB_USER_VERBS_CMD_POST_SEND = 28  # enum ib_uverbs_write_cmds
+IB_USER_VERBS_CMD_POST_RECV = 29
+SEND_WR_LEN = 56  # struct ib_uverbs_send_wr
 
 
 class Injecting:
@@ -108,6 +114,8 @@ class InjectedRequests(Injecting, unittest.TestCase):
                 ("rc_write", (wr, inv), dict(good, payload=8), True),
                 ("rc_read", (rd, acc), dict(good, rkey=mr.rkey ^ 0x80), True),
                 ("rc_read", (rd, acc), dict(good, length=MR_LEN), True),
+                # IBA C9-94: no message is longer than 2^31 bytes.
+                ("rc_read", (rd, inv), dict(good, length=0x80000001, payload=0), True),
                 ("rc_write", ("out_of_seq_request",), dict(good, psn=RQ_PSN + 0x400000), False),
                 ("rc_write", ("duplicate_request",), dict(good, psn=RQ_PSN - 0x400000), False),
                 ("bad_icrc", ("rcvd_drop_bad_icrc",), {}, False),
@@ -139,6 +147,27 @@ class InjectedRequests(Injecting, unittest.TestCase):
         self.assertEqual(self.memory(), bytes(64) + b"\xa5" * 16 + bytes(MR_LEN - 80))
         self.inject("rc_read", (rd,), psn=RQ_PSN + 1, **good)
         self.assertEqual(poll(self.ep.cq, 1, seconds=0.5), [], "nothing completed")
+
+    def test_a_duplicate_read_of_no_read_answers_nothing(self):
+        # Before the expected PSN, but this QP answered no READ there: nothing is read or sent.
+        mr = self.ep.mr
+        sent = counters(DEV)["sent_pkts"]
+        self.inject("rc_read", ("duplicate_request",), psn=RQ_PSN - 5, rkey=mr.rkey,
+                    va=mr.buf, length=MR_LEN)
+        # Responses would go out from the QP's work, later: give it time.
+        time.sleep(1)
+        self.assertEqual(counters(DEV)["sent_pkts"], sent)
+
+    def test_no_read_is_taken_without_read_resources(self):
+        # max_dest_rd_atomic 0 grants the peer no READ: one is an invalid request (class C).
+        self.ep.close()
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, max_dest_rd_atomic=0)
+        mr = self.ep.mr
+        self.inject("rc_read", ("rx_read_requests", "resp_invalid_request"), rkey=mr.rkey,
+                    va=mr.buf, length=16)
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_ERR)
 
     def test_an_answer_waits_behind_read_responses(self):
         # Responses leave in PSN order (IBA 9.7.5.1.1): the sequence NAK for a request that
@@ -263,7 +292,7 @@ class ForgedResponses(Injecting, unittest.TestCase):
 
     SYNDROMES = {"ACK": 0x1f, "RNR NAK": 0x20 | 14, "sequence NAK": 0x60,
                  "invalid request NAK": 0x61, "remote access NAK": 0x62,
-                 "remote operational NAK": 0x63}
+                 "remote operational NAK": 0x63, "invalid RD request NAK": 0x64}
 
     def setUp(self):
         # A long ACK timeout (69 s): nothing is sent again during the test.
@@ -327,6 +356,11 @@ class ForgedResponses(Injecting, unittest.TestCase):
         deferred_rose_to(1)
         self.completes_with_the_true_ack()
         deferred_rose_to(2)
+
+    def test_a_read_response_for_a_send_is_dropped(self):
+        # In the window, but at the PSN of a SEND: it answers nothing this QP asked.
+        self.inject("rc_read_response", ("rcvd_drop_bad_psn",), psn=RQ_PSN, length=8)
+        self.completes_with_the_true_ack()
 
     def test_a_nak_fails_the_wqe_it_names(self):
         self.inject("rc_ack", ("req_remote_access_errors",), psn=RQ_PSN, syndrome=0x62)
@@ -454,6 +488,151 @@ class RemoteErrors(unittest.TestCase):
         wcs = poll(self.a.cq, 1)
         self.assertEqual([(w.wr_id, w.status) for w in wcs], [(1, e.IBV_WC_SUCCESS)])
         self.assertEqual(self.b.mr.read(32, 100), b"\x5a" * 32)
+
+
+class Recoveries(unittest.TestCase):
+    """Two RC QPs, on DEV and PEER_DEV, that recover: from an RNR NAK in the middle of a
+    message, and from a reset to RESET."""
+
+    def setUp(self):
+        self.a = Endpoint(DEV, ADDR)
+        self.addCleanup(self.a.close)
+        self.b = Endpoint(PEER_DEV, PEER_ADDR, recvs=0)
+        self.addCleanup(self.b.close)
+
+    def connect(self, **kw):
+        connect(self.a.qp, PEER_ADDR, self.a.gid_index, self.b.qp.qp_num, **kw)
+        connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num, **kw)
+
+    def test_write_with_imm_that_meets_rnr_on_its_last_packet_completes_on_the_retry(self):
+        # Three packets; the last needs a receive, which comes later: the first two landed, the
+        # responder keeps the WRITE under way, and the resent last packet finishes it.
+        self.connect(rnr_retry=7, min_rnr_timer=14)
+        n = 3000
+        self.a.mr.write(bytes((i * 7) & 0xff for i in range(n)), n)
+        wr = SendWR(wr_id=5, opcode=e.IBV_WR_RDMA_WRITE_WITH_IMM, num_sge=1,
+                    sg=[SGE(self.a.mr.buf, n, self.a.mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(self.b.mr.rkey, self.b.mr.buf)
+        wr.imm_data = 0x1234
+        rnr = counters(DEV)["rcvd_rnr_err"]
+        self.a.qp.post_send(wr)
+        for _ in range(50):
+            if counters(DEV)["rcvd_rnr_err"] > rnr:
+                break
+            time.sleep(0.1)
+        self.assertGreater(counters(DEV)["rcvd_rnr_err"], rnr)
+        self.assertEqual(poll(self.a.cq, 1, seconds=0.2), [], "completed without a receive")
+        self.b.post_recv(0)
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(5, e.IBV_WC_SUCCESS)])
+        wcs = poll(self.b.cq, 1)
+        self.assertEqual([(w.wr_id, w.status, w.opcode, w.byte_len) for w in wcs],
+                         [(100, e.IBV_WC_SUCCESS, e.IBV_WC_RECV_RDMA_WITH_IMM, n)])
+        self.assertEqual(self.b.mr.read(n, 0), self.a.mr.read(n, 0))
+
+    def send(self, i):
+        mr = self.a.mr
+        mr.write(bytes([i]) * 32, 32)
+        self.a.qp.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1,
+                                   sg=[SGE(mr.buf, 32, mr.lkey)],
+                                   send_flags=e.IBV_SEND_SIGNALED))
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(i, e.IBV_WC_SUCCESS)])
+        wcs = poll(self.b.cq, 1)
+        self.assertEqual([(w.status, w.byte_len) for w in wcs], [(e.IBV_WC_SUCCESS, 32)])
+        self.assertEqual(self.b.rbuf.read(32, 0), bytes([i]) * 32)
+
+    def test_a_read_without_granted_reads_never_leaves(self):
+        # max_rd_atomic 0: the peer granted no READ, so none is sent (as C rxe); the ACK timeout
+        # fails it.
+        connect(self.a.qp, PEER_ADDR, self.a.gid_index, self.b.qp.qp_num, max_rd_atomic=0)
+        connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num, max_dest_rd_atomic=0)
+        reads = counters(PEER_DEV)["rx_read_requests"]
+        mr = self.a.mr
+        wr = SendWR(wr_id=3, opcode=e.IBV_WR_RDMA_READ, num_sge=1,
+                    sg=[SGE(mr.buf, 64, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(self.b.mr.rkey, self.b.mr.buf)
+        self.a.qp.post_send(wr)
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(3, e.IBV_WC_RETRY_EXC_ERR)])
+        self.assertEqual(counters(PEER_DEV)["rx_read_requests"], reads)
+        attr, _ = self.b.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
+
+    def test_a_reset_starts_requester_and_responder_over(self):
+        # After RESET both sides start again at RQ_PSN: a requester that went on from its old
+        # PSN, or a responder that still expected its old one (it would take the new SEND for
+        # a duplicate and ACK it unseen), would lose the second SEND.
+        self.connect()
+        for i in (1, 2):
+            self.b.post_recv(0)
+            self.send(i)
+            for ep in (self.a, self.b):
+                ep.qp.modify(QPAttr(qp_state=e.IBV_QPS_RESET), e.IBV_QP_STATE)
+                ep.to_init(0)
+            self.connect()
+
+
+class KernelWrLists(unittest.TestCase):
+    """A user QP takes work requests from its rings only: a POST_SEND command that carries a WR
+    list (the kernel verbs' form) is refused, and nothing is sent; POST_RECV is not a command."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR, recvs=0)
+        self.addCleanup(self.ep.close)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.resp = ctypes.create_string_buffer(b"\xff" * 4, 4)
+
+    def post(self, cmd, handle, wr_size, wrs):
+        """struct ib_uverbs_post_{send,recv} (no SGEs), then its WRs, each wr_size bytes."""
+        body = struct.pack("=QIIII", ctypes.addressof(self.resp), handle, len(wrs), 0,
+                           wr_size) + b"".join(wrs)
+        return os.write(self.ep.ctx.cmd_fd, struct.pack("=IHH", cmd, (8 + len(body)) // 4, 1)
+                        + body)
+
+    def qp_handle(self):
+        """The QP's handle: the one of this context's small handles that takes a doorbell (a
+        POST_SEND with no WR, as librxe rings it)."""
+        handles = []
+        for h in range(16):
+            try:
+                self.post(IB_USER_VERBS_CMD_POST_SEND, h, SEND_WR_LEN, [])
+                handles.append(h)
+            except OSError:
+                pass
+        self.assertEqual(len(handles), 1, handles)
+        return handles[0]
+
+    def refused(self, cmd, wr_size, wr):
+        handle = self.qp_handle()
+        sent = counters(DEV)["sent_pkts"]
+        self.resp.raw = b"\xff" * 4
+        with self.assertRaises(OSError) as err:
+            self.post(cmd, handle, wr_size, [wr])
+        self.assertEqual(err.exception.errno, errno.EINVAL)
+        # The core writes which WR failed only after the driver's post_send/post_recv refused
+        # it: the refusal is the driver's, not the command parser's.
+        self.assertEqual(struct.unpack("=I", self.resp.raw)[0], 1)
+        time.sleep(0.2)
+        self.assertEqual(counters(DEV)["sent_pkts"], sent)
+        self.assertEqual(poll(self.ep.cq, 1, seconds=0.2), [])
+        attr, _ = self.ep.qp.query(e.IBV_QP_STATE)
+        self.assertEqual(attr.qp_state, e.IBV_QPS_RTS)
+
+    def test_a_user_qp_refuses_a_posted_send_list(self):
+        # struct ib_uverbs_send_wr: a signaled SEND with no SGE.
+        wr = struct.pack("=QIIII32x", 7, 0, e.IBV_WR_SEND, e.IBV_SEND_SIGNALED, 0)
+        self.refused(IB_USER_VERBS_CMD_POST_SEND, SEND_WR_LEN, wr)
+
+    def test_no_posted_receive_list_reaches_the_driver(self):
+        # As C rxe, the device leaves POST_RECV out of its uverbs_cmd_mask (librxe posts
+        # receives into the ring): the core refuses the command before any driver code.
+        self.resp.raw = b"\xff" * 4
+        with self.assertRaises(OSError) as err:
+            self.post(IB_USER_VERBS_CMD_POST_RECV, self.qp_handle(), 16,
+                      [struct.pack("=QII", 8, 0, 0)])
+        self.assertEqual(err.exception.errno, errno.EOPNOTSUPP)
+        self.assertEqual(self.resp.raw, b"\xff" * 4)
 
 
 class UcRequests(Injecting, unittest.TestCase):

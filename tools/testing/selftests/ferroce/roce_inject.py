@@ -196,6 +196,9 @@ def build(case, args):
         return frame(args, transport(RC_SEND_ONLY, q, p, payload=filler, ackreq=True))
     if case == "rc_ack":
         return frame(args, transport(RC_ACKNOWLEDGE, q, p, ext=aeth(args.syndrome, 0)))
+    if case == "rc_read_response":
+        return frame(args, transport(RC_RDMA_READ_RESPONSE_ONLY, q, p, ext=aeth(0x1f, 0),
+                                     payload=filler))
     if case in UC_SENDS:
         return frame(args, transport(UC_SENDS[case], q, p, payload=filler))
     if case == "uc_write":
@@ -207,7 +210,8 @@ def build(case, args):
 CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opcode",
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
-RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack"]
+RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack",
+            "rc_read_response"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}

@@ -200,6 +200,9 @@ class ShapeTest(unittest.TestCase):
         self.assertEqual((rd[0], len(rd)), (ri.RC_RDMA_READ_REQUEST, 12 + 16 + 4))
         ack = split(build("rc_ack", ARGS4 + ["--syndrome", "0x62", "--pkey", "0x8001"]))[2]
         self.assertEqual((ack[0], ack[2:4], ack[12]), (0x11, b"\x80\x01", 0x62))
+        rr = split(build("rc_read_response", argv))[2]
+        self.assertEqual((rr[0], rr[12], rr[16:-4]),
+                         (ri.RC_RDMA_READ_RESPONSE_ONLY, 0x1f, b"\xa5" * 24))
         sd = split(build("rc_send", ARGS4 + ["--payload", "6"]))[2]
         self.assertEqual(((sd[1] >> 4) & 3, sd[12:-4]), (2, b"\xa5" * 6 + b"\0\0"))
         for case in ri.RC_CASES:
