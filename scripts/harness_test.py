@@ -29,23 +29,31 @@ def ktap_results(script, code, output, suite="selftests.ferroce"):
     return [line for line in r.stdout.splitlines() if line]
 
 
+def expected():
+    """The expected list: {(suite, group): count} and the allowed skips {(suite, name)}."""
+    counts, allowed = {}, set()
+    for line in open(EXPECTED):
+        parts = line.split("#", 1)[0].split()
+        if not parts:
+            continue
+        if parts[0] == "allow-skip":
+            allowed.add((parts[1], parts[2]))
+        else:
+            counts[(parts[0], parts[1])] = int(parts[2])
+    return counts, allowed
+
+
+COUNTS, ALLOWED = expected()
+
+
 def passing_run():
     """The result lines of a run in which every expected group reported, all passing, with the
     allowed skips skipped."""
     lines = []
-    allowed = set()
-    for line in open(EXPECTED):
-        parts = line.split("#", 1)[0].split()
-        if parts and parts[0] == "allow-skip":
-            allowed.add((parts[1], parts[2]))
-    for line in open(EXPECTED):
-        parts = line.split("#", 1)[0].split()
-        if not parts or parts[0] == "allow-skip":
-            continue
-        suite, group, count = parts[0], parts[1], int(parts[2])
+    for (suite, group), count in COUNTS.items():
         for i in range(1, count + 1):
             name = f"{group}/{i}"
-            status = "skip" if (suite, name) in allowed else "pass"
+            status = "skip" if (suite, name) in ALLOWED else "pass"
             lines.append(f"{status} {suite} {name} case {i}")
     return lines
 
@@ -66,7 +74,7 @@ class Verdicts(unittest.TestCase):
     def test_a_complete_passing_run_passes(self):
         code, out = summary(passing_run())
         self.assertEqual(code, 0, out)
-        self.assertIn(" 0 failed, 2 skipped", out)
+        self.assertIn(f" 0 failed, {len(ALLOWED)} skipped", out)
 
     def test_a_skipped_subtest_is_a_skip_not_a_pass(self):
         # Item 2: KTAP's ktap_finished exits 0 when pass + skip equals the plan.
@@ -90,13 +98,15 @@ class Verdicts(unittest.TestCase):
         run = [l for l in passing_run() if "ferroce_teardown.sh/" not in l]
         code, out = summary(run)
         self.assertEqual(code, 1, out)
-        self.assertIn("ferroce_teardown.sh: did not run, expected 7", out)
+        want = COUNTS[("selftests.ferroce", "ferroce_teardown.sh")]
+        self.assertIn(f"ferroce_teardown.sh: did not run, expected {want}", out)
 
     def test_a_suite_that_reported_less_fails_the_run(self):
-        run = [l for l in passing_run() if l != "pass kunit ferroce_proto/6 case 6"]
+        n = COUNTS[("kunit", "ferroce_proto")]
+        run = [l for l in passing_run() if l != f"pass kunit ferroce_proto/{n} case {n}"]
         code, out = summary(run)
         self.assertEqual(code, 1, out)
-        self.assertIn("ferroce_proto: reported 5 results, expected 6", out)
+        self.assertIn(f"ferroce_proto: reported {n - 1} results, expected {n}", out)
 
     def test_a_plan_not_met_fails_the_script(self):
         lines = ktap_results("x.sh", 0, "1..5\nok 1 a\nok 2 b\nok 3 c\n")
@@ -122,14 +132,16 @@ class Verdicts(unittest.TestCase):
         run.append("fail selftests.ferroce ferroce_data.sh/unload (rdma_rxe still loaded)")
         code, out = summary(run)
         self.assertEqual(code, 1, out)
-        self.assertIn("ferroce_data.sh: reported 55 results, expected 54", out)
+        n = COUNTS[("selftests.ferroce", "ferroce_data.sh")]
+        self.assertIn(f"ferroce_data.sh: reported {n + 1} results, expected {n}", out)
 
     def test_an_unchecked_or_failed_kernel_log_fails_the_run(self):
         # Items 4 and 6: each guest's log check is pinned, and a failed one counts.
         run = [l for l in passing_run() if not l.startswith("pass kernel-log interop-ferroce/")]
         code, out = summary(run)
         self.assertEqual(code, 1, out)
-        self.assertIn("kernel-log interop-ferroce: did not run, expected 3", out)
+        n = COUNTS[("kernel-log", "interop-ferroce")]
+        self.assertIn(f"kernel-log interop-ferroce: did not run, expected {n}", out)
         run = passing_run()
         run[run.index("pass kernel-log interop-c-rxe/2 case 2")] = \
             "fail kernel-log interop-c-rxe/2 WARNING in the kernel log"
