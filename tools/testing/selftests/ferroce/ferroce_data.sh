@@ -73,6 +73,7 @@ pair() {
 			/tmp/ferroce_data_cli.log | head -6 | sed 's/^/# /'
 		sed 's/^/# srv: /' /tmp/ferroce_data_srv.log | tail -5
 		sed 's/^/# cli: /' /tmp/ferroce_data_cli.log | tail -5
+		counters_shown fer0 fer1
 		return 1
 	fi
 	# perftest's result row (size, iterations, figures), for the record.

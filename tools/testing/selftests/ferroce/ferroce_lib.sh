@@ -86,6 +86,15 @@ counter() {
 	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
 }
 
+# counters_shown DEV...: each device's non-zero counters, as comment lines (for a failure).
+counters_shown() {
+	local d
+	for d in "$@"; do
+		rdma statistic show link "$d"/1 | awk -v d="$d" '{s = ""; for (i = 3; i < NF; i += 2)
+			if ($(i + 1) != 0) s = s " " $i "=" $(i + 1); print "# " d ":" s}'
+	done
+}
+
 # retransmits: what fer0 and fer1 counted as sent again (timeouts and sequence NAKs).
 retransmits() {
 	local d n sum=0
