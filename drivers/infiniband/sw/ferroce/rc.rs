@@ -320,7 +320,7 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
         let res = if sent.kind() == Kind::Read {
             send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
-            let res = send_packet(qp, shared, &attr, xmit, sent, i, uc);
+            let res = send_packet(qp, shared, &attr, xmit, &req.win, sent, i);
             // UC is unreliable: a packet the stack refused is a packet lost.
             res.or_else(|e| if uc { Ok(()) } else { Err(e) })
                 .map(|()| sent.entry.first().add(i + 1))
@@ -377,10 +377,11 @@ fn send_packet(
     shared: &QpShared,
     attr: &kernel::rdma::qp::QpAttr,
     xmit: &Xmit<'_>,
+    win: &Window,
     sent: &Sent,
     i: u32,
-    uc: bool,
 ) -> Result {
+    let uc = shared.is_uc();
     let w = sent.wqe();
     let flags = w.send_flags();
     let off = (i * sent.mtu) as usize;
@@ -413,8 +414,9 @@ fn send_packet(
     } else {
         rc_op
     };
-    let mut bth = bth(attr, op, sent.entry.first().add(i));
-    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0);
+    let psn = sent.entry.first().add(i);
+    let mut bth = bth(attr, op, psn);
+    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0 || win.wants_ack(psn));
     bth.solicited = last && flags & SEND_SOLICITED != 0;
     let ext = ExtHeaders {
         reth: (sent.kind() == Kind::Write && pos.starts()).then(|| Reth {

@@ -146,6 +146,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         }
         inner.req.retries -= 1;
         counters.inc(Counter::CompleterRetryErr);
+        inner.req.win.timed_out();
     }
     let req = &mut inner.req;
     req.win.rewind(&mut req.flight);
@@ -263,6 +264,7 @@ fn on_ack(
         Syndrome::Nak(Nak::PsnSequence) => {
             counters.inc(Counter::RcvdSeqErr);
             req.win.nak(&mut req.flight, psn);
+            req.win.lost(psn);
         }
         Syndrome::Nak(nak) => {
             let status = match nak {

@@ -4,7 +4,8 @@
 # RC over a lossy, reordering link, run after run: netem on both veth ends loses 1% and
 # reorders 1% (1 ms delay), then loses 5%. Each run of ibv_rc_pingpong (64 KiB x 50), of
 # ib_write_bw (64 KiB x 200) and of ferroce_xfer (RC WRITE and READ, every byte checked) must
-# complete, with no retry-exceeded completion; the retransmissions each took are shown.
+# complete, with no retry-exceeded completion; the retransmissions each took are shown, and
+# ib_write_bw's requester may send each packet at most 4 times over on average.
 # LOSS_RUNS (default 3) is how many runs of each, LOSSES (default "1 5") the loss rates in %;
 # `make check` runs 1% once, `make soak` both rates 20 times.
 
@@ -63,9 +64,16 @@ pingpong() {
 	run 18515 ibv_rc_pingpong -d fer0 -g "$GA" -m 1024 -s 65536 -n 50 -c -- \
 		ibv_rc_pingpong -d fer1 -g "$GB" -m 1024 -s 65536 -n 50 -c 10.73.0.1
 }
+# write_bw: 200 WRITEs of 64 packets (MTU 1024) complete, and go-back-N sent them at most
+# 4 times over: a window that stays large under loss resends all of it after each loss.
 write_bw() {
+	local s0 sent
+	s0=$(counter fer1 sent_pkts)
 	run 18515 ib_write_bw -d fer0 -x "$GA" -s 65536 -n 200 -F -- \
-		ib_write_bw -d fer1 -x "$GB" -s 65536 -n 200 -F 10.73.0.1
+		ib_write_bw -d fer1 -x "$GB" -s 65536 -n 200 -F 10.73.0.1 || return 1
+	sent=$(($(counter fer1 sent_pkts) - s0))
+	echo "# the requester sent $sent packets for 12800"
+	[ "$sent" -le $((4 * 12800)) ]
 }
 xfer() {
 	run 18600 "$XFER" -d fer0 -g "$GA" "$@" -- "$XFER" -d fer1 -g "$GB" "$@" 10.73.0.1

@@ -15,9 +15,13 @@
 use super::psn::Psn;
 use super::wqe::WcStatus;
 
-/// PSNs the requester sends beyond the oldest unanswered one. Go-back-N resends up to this many
-/// after a loss.
-pub(crate) const WINDOW: i32 = 256;
+/// PSNs the requester sends beyond the oldest unanswered one, at most. Go-back-N resends up to
+/// this many after a loss.
+pub(crate) const WINDOW: u32 = 256;
+/// The smallest window a loss shrinks it to.
+pub(crate) const MIN_WINDOW: u32 = 8;
+/// PSNs the window grows by for each window's worth answered, once past the slow start.
+const WINDOW_GROWTH: u32 = 8;
 /// Read responses that arrive past a READ's first missing one before it asks for them again:
 /// a path may reorder a little (packets of one flow sent from two CPUs), and asking at the
 /// first out-of-order response would make the peer send everything from there twice.
@@ -239,6 +243,15 @@ pub(crate) struct Window {
     /// The read response PSNs last asked for again (from, to): answers in it that land nothing
     /// show the responder at work on what was asked (see [`Window::shows_work`]).
     again: Option<(Psn, Psn)>,
+    /// How far `nxt` may run ahead of `una` (see [`Window::lost`]).
+    cwnd: u32,
+    /// Below it the window doubles per window answered; above it, it grows slowly.
+    ssthresh: u32,
+    /// PSNs answered towards the next slow growth step.
+    grown: u32,
+    /// `sent_end` when the window last shrank: losses among the PSNs before it belong to that
+    /// episode and shrink it no more.
+    recover: Psn,
 }
 
 impl Window {
@@ -250,6 +263,10 @@ impl Window {
             end: psn,
             sent_end: psn,
             again: None,
+            cwnd: WINDOW,
+            ssthresh: WINDOW,
+            grown: 0,
+            recover: psn,
         }
     }
 
@@ -276,7 +293,60 @@ impl Window {
 
     /// Whether the window lets `nxt` go out.
     pub(crate) fn may_send(&self) -> bool {
-        self.nxt.before(self.end) && self.nxt.diff(self.una) < WINDOW
+        // CAST: `cwnd <= WINDOW`.
+        self.nxt.before(self.end) && self.nxt.diff(self.una) < self.cwnd as i32
+    }
+
+    /// How far the requester may run ahead of `una` now.
+    #[cfg(ferroce_host)]
+    pub(crate) fn cwnd(&self) -> u32 {
+        self.cwnd
+    }
+
+    /// Whether the packet at `psn` asks for an ACK to keep the window moving: one in every
+    /// half window of PSNs does, so a window smaller than a message still slides. (Whole
+    /// windows need none beyond the requester's own every-so-many packets.)
+    pub(crate) fn wants_ack(&self, psn: Psn) -> bool {
+        let step = (self.cwnd / 2).max(1);
+        self.cwnd < WINDOW && psn.get() % step == 0
+    }
+
+    /// A sequence NAK at `psn` said a packet was lost (or overtaken): the window halves, once
+    /// per episode (a loss among what was sent before the last shrink is the same one). Go-back-N
+    /// resends what followed a loss, so a window that stays large under loss multiplies the
+    /// traffic; the answered PSNs let it grow again.
+    pub(crate) fn lost(&mut self, psn: Psn) {
+        if psn.before(self.recover) {
+            return;
+        }
+        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
+        self.cwnd = self.ssthresh;
+        self.grown = 0;
+        self.recover = self.sent_end;
+    }
+
+    /// The ACK timer fired with nothing answered: the window starts again from its smallest.
+    pub(crate) fn timed_out(&mut self) {
+        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
+        self.cwnd = MIN_WINDOW;
+        self.grown = 0;
+        self.recover = self.sent_end;
+    }
+
+    /// `n` more PSNs were answered.
+    fn grow(&mut self, n: u32) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd = self.cwnd.saturating_add(n).min(self.ssthresh);
+            return;
+        }
+        self.grown = self.grown.saturating_add(n.saturating_mul(WINDOW_GROWTH));
+        while self.grown >= self.cwnd && self.cwnd < WINDOW {
+            self.grown -= self.cwnd;
+            self.cwnd += 1;
+        }
+        if self.cwnd >= WINDOW {
+            self.grown = 0;
+        }
     }
 
     /// Whether anything assigned is still to be sent.
@@ -451,9 +521,12 @@ impl Window {
             .map(Started::entry)
             .find(|e| e.pending())
             .map_or(self.sent_end, Entry::missing);
-        if una.diff(self.una) <= 0 {
+        let n = una.diff(self.una);
+        if n <= 0 {
             return false;
         }
+        // CAST: `n > 0`.
+        self.grow(n as u32);
         self.una = una;
         if una == self.sent_end {
             // Everything answered: nothing waits for what was asked again.
@@ -773,9 +846,88 @@ mod tests {
             w.sent(e[0].first().add(i + 1));
             n += 1;
         }
-        assert_eq!(n, WINDOW as u32);
+        assert_eq!(n, WINDOW);
         w.ack(&mut e, psn(9));
         assert!(w.may_send());
+    }
+
+    /// Sends everything the window allows of `e[0]`; returns how many went out.
+    fn fill(w: &mut Window, e: &[Entry]) -> u32 {
+        let mut n = 0;
+        while w.may_send() {
+            let (_, i) = w.to_send(e).unwrap();
+            w.sent(e[0].first().add(i + 1));
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn a_loss_halves_the_window_once_per_episode() {
+        let mut w = Window::starting_at(psn(0));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(4000), 4000)];
+        assert_eq!(fill(&mut w, &e), WINDOW);
+        // Two NAKs for losses among what was out: one halving (what they answer grows it a
+        // little).
+        w.nak(&mut e, psn(10));
+        w.lost(psn(10));
+        assert_eq!(w.cwnd(), WINDOW / 2);
+        w.nak(&mut e, psn(40));
+        w.lost(psn(40));
+        assert!(
+            (WINDOW / 2..WINDOW / 2 + 4).contains(&w.cwnd()),
+            "{}",
+            w.cwnd()
+        );
+        // Go-back-N resends no more than the smaller window.
+        assert_eq!(fill(&mut w, &e), w.cwnd());
+        // A loss among what was sent after the halving is a new episode.
+        w.ack(&mut e, psn(250));
+        fill(&mut w, &e);
+        w.nak(&mut e, psn(300));
+        let before = w.cwnd();
+        w.lost(psn(300));
+        assert_eq!(w.cwnd(), before / 2);
+    }
+
+    #[test]
+    fn answers_grow_the_window_back_and_a_timeout_shrinks_it_most() {
+        let mut w = Window::starting_at(psn(0));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(1 << 20), 1 << 20)];
+        fill(&mut w, &e);
+        w.timed_out();
+        assert_eq!(w.cwnd(), MIN_WINDOW);
+        w.rewind(&mut e);
+        // Slow start up to half the old window, then slower growth up to the full one.
+        let mut rounds = 0;
+        while w.cwnd() < WINDOW {
+            let before = w.cwnd();
+            fill(&mut w, &e);
+            let last = w.una().add(w.cwnd() - 1);
+            w.ack(&mut e, last);
+            assert!(w.cwnd() > before, "a window answered grows it");
+            assert!(w.cwnd() <= (2 * before).min(WINDOW));
+            rounds += 1;
+        }
+        assert!(rounds > 5 && rounds < 40, "{rounds} windows to grow back");
+    }
+
+    #[test]
+    fn a_small_window_asks_for_acks_often_enough_to_slide() {
+        let mut w = Window::starting_at(psn(0xff_fff0));
+        assert!(
+            (0..64).all(|i| !w.wants_ack(psn(i))),
+            "a full window relies on messages"
+        );
+        w.timed_out();
+        // Any half window of PSNs (across the wrap too) holds one that asks.
+        let half = MIN_WINDOW / 2;
+        for start in 0xff_ffe0..0xff_ffe0 + 64u32 {
+            assert!(
+                (0..half).any(|k| w.wants_ack(psn(start + k))),
+                "from {start:#x}"
+            );
+        }
     }
 
     #[test]
