@@ -5,7 +5,7 @@
 # reorders 1% (1 ms delay), then loses 5%. Each run of ibv_rc_pingpong (64 KiB x 50), of
 # ib_write_bw (64 KiB x 200) and of ferroce_xfer (RC WRITE and READ, every byte checked) must
 # complete, with no retry-exceeded completion; the retransmissions each took are shown, and
-# ib_write_bw's requester may send each packet at most 4 times over on average.
+# ib_write_bw's requester may send at most 4 packets in all per packet delivered.
 # LOSS_RUNS (default 3) is how many runs of each, LOSSES (default "1 5") the loss rates in %;
 # `make check` runs 1% once, `make soak` both rates 20 times.
 
@@ -64,13 +64,14 @@ pingpong() {
 	run 18515 ibv_rc_pingpong -d fer0 -g "$GA" -m 1024 -s 65536 -n 50 -c -- \
 		ibv_rc_pingpong -d fer1 -g "$GB" -m 1024 -s 65536 -n 50 -c 10.73.0.1
 }
-# write_bw: 200 WRITEs of 64 packets (MTU 1024) complete, and go-back-N sent them at most
-# 4 times over: a window that stays large under loss resends all of it after each loss.
+# write_bw: 200 WRITEs of 64 packets (MTU 1024) complete, and go-back-N sent at most 4
+# packets in all per packet delivered: a window that stays large under loss resends all of
+# it after each loss.
 write_bw() {
 	local s0 sent
 	s0=$(counter fer1 sent_pkts)
-	run 18515 ib_write_bw -d fer0 -x "$GA" -s 65536 -n 200 -F -- \
-		ib_write_bw -d fer1 -x "$GB" -s 65536 -n 200 -F 10.73.0.1 || return 1
+	run 18515 ib_write_bw -d fer0 -x "$GA" -m 1024 -s 65536 -n 200 -F -- \
+		ib_write_bw -d fer1 -x "$GB" -m 1024 -s 65536 -n 200 -F 10.73.0.1 || return 1
 	sent=$(($(counter fer1 sent_pkts) - s0))
 	echo "# the requester sent $sent packets for 12800"
 	[ "$sent" -le $((4 * 12800)) ]

@@ -18,8 +18,8 @@ use super::wqe::WcStatus;
 /// PSNs the requester sends beyond the oldest unanswered one, at most. Go-back-N resends up to
 /// this many after a loss.
 pub(crate) const WINDOW: u32 = 256;
-/// The smallest window a loss shrinks it to.
-pub(crate) const MIN_WINDOW: u32 = 8;
+/// The smallest window: where an ACK timeout leaves it.
+const MIN_WINDOW: u32 = 8;
 /// PSNs the window grows by for each window's worth answered, once past the slow start.
 const WINDOW_GROWTH: u32 = 8;
 /// Read responses that arrive past a READ's first missing one before it asks for them again:
@@ -234,7 +234,7 @@ pub(crate) enum ReadOutcome {
 }
 
 /// The requester's PSNs: `una` <= `nxt` <= `end`, and `una` <= `sent_end` <= `end`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
     una: Psn,
     nxt: Psn,
@@ -252,6 +252,12 @@ pub(crate) struct Window {
     /// `sent_end` when the window last shrank: losses among the PSNs before it belong to that
     /// episode and shrink it no more.
     recover: Psn,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Self::starting_at(Psn::default())
+    }
 }
 
 impl Window {
@@ -304,11 +310,13 @@ impl Window {
     }
 
     /// Whether the packet at `psn` asks for an ACK to keep the window moving: one in every
-    /// half window of PSNs does, so a window smaller than a message still slides. (Whole
-    /// windows need none beyond the requester's own every-so-many packets.)
+    /// quarter window of PSNs does, so a window smaller than a message still slides when an
+    /// ACK is lost. (A whole window needs none beyond the requester's every 32 packets.)
     pub(crate) fn wants_ack(&self, psn: Psn) -> bool {
-        let step = (self.cwnd / 2).max(1);
-        self.cwnd < WINDOW && psn.get() % step == 0
+        if self.cwnd >= WINDOW {
+            return false;
+        }
+        psn.get() % (self.cwnd / 4).max(1) == 0
     }
 
     /// A sequence NAK at `psn` said a packet was lost (or overtaken): the window halves, once
@@ -528,6 +536,11 @@ impl Window {
         // CAST: `n > 0`.
         self.grow(n as u32);
         self.una = una;
+        if self.recover.before(una) {
+            // Kept within half the PSN space of `una`, so a loss after a long clean run is
+            // still a new episode.
+            self.recover = una;
+        }
         if una == self.sent_end {
             // Everything answered: nothing waits for what was asked again.
             self.again = None;
@@ -915,19 +928,48 @@ mod tests {
     #[test]
     fn a_small_window_asks_for_acks_often_enough_to_slide() {
         let mut w = Window::starting_at(psn(0xff_fff0));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(4000), 4000)];
         assert!(
             (0..64).all(|i| !w.wants_ack(psn(i))),
             "a full window relies on messages"
         );
+        // A window of 71 (its quarter divides no power of two): any quarter of it, across
+        // the wrap too, holds a PSN that asks.
+        fill(&mut w, &e);
         w.timed_out();
-        // Any half window of PSNs (across the wrap too) holds one that asks.
-        let half = MIN_WINDOW / 2;
-        for start in 0xff_ffe0..0xff_ffe0 + 64u32 {
+        w.rewind(&mut e);
+        while w.cwnd() < 71 {
+            fill(&mut w, &e);
+            w.ack(&mut e, w.una());
+        }
+        assert_eq!(w.cwnd(), 71);
+        for start in 0xff_ff00..0xff_ff00 + 512u32 {
             assert!(
-                (0..half).any(|k| w.wants_ack(psn(start + k))),
+                (0..71 / 4).any(|k| w.wants_ack(psn(start + k))),
                 "from {start:#x}"
             );
         }
+    }
+
+    #[test]
+    fn a_loss_after_a_long_clean_run_is_a_new_episode() {
+        let mut w = Window::starting_at(psn(0));
+        // More than half the PSN space answered without a loss, a WRITE after another.
+        let mut e = Vec::new();
+        for _ in 0..9 {
+            e = vec![Entry::new(Kind::Write, w.assign(1 << 20), 1 << 20)];
+            while w.una() != e[0].end() {
+                fill(&mut w, &e);
+                let last = w.una().add(w.cwnd() - 1);
+                w.ack(&mut e, last);
+            }
+        }
+        e = vec![Entry::new(Kind::Write, w.assign(4000), 4000)];
+        fill(&mut w, &e);
+        let at = w.una().add(3);
+        w.nak(&mut e, at);
+        w.lost(at);
+        assert_eq!(w.cwnd(), WINDOW / 2);
     }
 
     #[test]
