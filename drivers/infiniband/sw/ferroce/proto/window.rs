@@ -324,19 +324,21 @@ impl Window {
     /// resends what followed a loss, so a window that stays large under loss multiplies the
     /// traffic; the answered PSNs let it grow again.
     pub(crate) fn lost(&mut self, psn: Psn) {
-        if psn.before(self.recover) {
-            return;
+        if !psn.before(self.recover) {
+            self.new_episode();
+            self.cwnd = self.ssthresh;
         }
-        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
-        self.cwnd = self.ssthresh;
-        self.grown = 0;
-        self.recover = self.sent_end;
     }
 
     /// The ACK timer fired with nothing answered: the window starts again from its smallest.
     pub(crate) fn timed_out(&mut self) {
-        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
+        self.new_episode();
         self.cwnd = MIN_WINDOW;
+    }
+
+    /// A loss episode starts: past half the current window, growth slows.
+    fn new_episode(&mut self) {
+        self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
         self.grown = 0;
         self.recover = self.sent_end;
     }
@@ -853,13 +855,7 @@ mod tests {
     fn the_window_bounds_what_goes_out() {
         let mut w = Window::starting_at(psn(0));
         let mut e = vec![Entry::new(Kind::Write, w.assign(300), 300)];
-        let mut n = 0;
-        while w.may_send() {
-            let (_, i) = w.to_send(&e).unwrap();
-            w.sent(e[0].first().add(i + 1));
-            n += 1;
-        }
-        assert_eq!(n, WINDOW);
+        assert_eq!(fill(&mut w, &e), WINDOW);
         w.ack(&mut e, psn(9));
         assert!(w.may_send());
     }
