@@ -84,13 +84,13 @@ perftest() {
 	# 2 s left a 2 s run nothing to measure, which it printed as 0 Gb/s.
 	local mode=(-D $((secs + 2)) -f 1)
 	# perftest signals one send in 100 (-Q, CQ moderation) and counts iterations by those
-	# completions: with 1 MiB messages, or 64 KiB on 16 QPs, 100 of them per QP are more than a
-	# TCG run moves in its window, and it printed 0 Gb/s although the data moved (the counters
-	# showed it). Now at most 16 MiB, over all QPs, per round of signaled sends (64 KiB on one QP
-	# keeps perftest's default); both drivers run with the same arguments.
+	# completions, so the count moves in steps of 100 messages: with 1 MiB messages, or 64 KiB
+	# on 16 QPs, more than a TCG run moves in its window (it printed 0 Gb/s although the data
+	# moved). Now at most 1 MiB, over all QPs, per round of signaled sends, a step under 2% of
+	# what the slowest run moves; both drivers run with the same arguments.
 	local qps=1 cq_mod
 	[[ " $* " =~ \ -q\ ([0-9]+) ]] && qps=${BASH_REMATCH[1]}
-	cq_mod=$((16777216 / (size * qps)))
+	cq_mod=$((1048576 / (size * qps)))
 	((cq_mod > 100)) && cq_mod=100
 	((cq_mod < 1)) && cq_mod=1
 	mode+=(-Q "$cq_mod")
@@ -114,17 +114,9 @@ perftest() {
 	for _ in 1 2 3 4 5; do kill -0 "$srv" 2>/dev/null || break; sleep 1; done
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
-	# The result row starts with the message size; bandwidth tools give BW average in column 4,
-	# latency tools t_typical in column 5.
-	if [[ $tool == *_lat ]]; then
-		# With -C the figure is in cycles.
-		val=$(echo "$res" | awk -v s="$size" -v mhz="$tsc_mhz" \
-			'$1 == s && NF >= 5 {if (mhz != "" && $5 ~ /^[0-9.]+$/) printf "%.2f\n", $5 / mhz; else print $5; exit}')
-		unit=us
-	else
-		val=$(echo "$res" | awk -v s="$size" '$1 == s && NF >= 4 {print $4; exit}')
-		unit=Gb/s
-	fi
+	val=$(echo "$res" | "$here/perftest-figure.sh" "$tool" "$size" "$secs" "${tsc_mhz:-}")
+	unit=Gb/s
+	[[ $tool == *_lat ]] && unit=us
 	local name
 	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')"
 	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
@@ -133,8 +125,9 @@ perftest() {
 		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: $val $unit"
 	else
 		local why
-		why=$(echo "$res" | grep -iE "error|fail|couldn|unable|timeout|exceeded" | tail -n 1 | tr -d '"\\' | cut -c1-120)
-		why="exit $rc${val:+, printed $val}${why:+: $why}"
+		why=$(echo "$res" | grep -iE "error|fail|couldn|unable|timeout|exceeded|correlation" | tail -n 1 | tr -d '"\\' | cut -c1-120)
+		[ -z "$why" ] && [ "$rc" -eq 0 ] && why="no iterations completed in the ${secs} s window"
+		why="exit $rc${why:+: $why}${val:+ (figure $val)}"
 		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: FAILED ($why)"
 		echo "$res" | tail -n 3 | sed 's/^/    /'
 		emit_failed "$drv" "$mtu" "$name" "$size" "$rep" "$unit" "$why"

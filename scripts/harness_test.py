@@ -179,5 +179,43 @@ class Strict(unittest.TestCase):
         self.assertEqual([l.split()[0] for l in self.run_require(False)], ["skip"])
 
 
+def perftest_figure(output, tool, size, secs=2, mhz=""):
+    """What make bench takes from one perftest run's output."""
+    r = subprocess.run([os.path.join(HERE, "perftest-figure.sh"), tool, str(size), str(secs), mhz],
+                       input=output, capture_output=True, text=True, check=True)
+    return r.stdout.strip()
+
+
+BW_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n")
+
+
+class BenchFigures(unittest.TestCase):
+    """Item 9: make bench's figures come from what a run moved, and a run that moved nothing
+    gives none (never a zero that would enter the medians)."""
+
+    def test_bandwidth_is_what_moved_in_the_window(self):
+        out = BW_HEAD + " 65536      1200             0.00               0.31   \t\t   0.000599\n"
+        self.assertEqual(perftest_figure(out, "ib_send_bw", 65536), "0.315")
+
+    def test_a_failed_clock_fit_does_not_zero_the_figure(self):
+        # perftest 4.5 under TCG, as seen in make bench: with -F a failed fit prints zeros.
+        out = ("Correlation coefficient r^2: 0.885499 < 0.9\n" + BW_HEAD +
+               " 65536      1130           0.000000            0.000000            0.000000\n")
+        self.assertEqual(perftest_figure(out, "ib_send_bw", 65536), "0.296")
+
+    def test_a_run_that_moved_nothing_has_no_figure(self):
+        out = BW_HEAD + " 65536      0              0.00               0.00   \t\t   0.000000\n"
+        self.assertEqual(perftest_figure(out, "ib_write_bw", 65536), "")
+        self.assertEqual(perftest_figure("Couldn't connect to 192.0.2.2:18600\n", "ib_write_bw",
+                                         65536), "")
+
+    def test_latency_in_cycles_uses_the_kernels_rate(self):
+        out = (" #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]\n"
+               " 8       1000          26000.00       90000.00     52000.00  \t       53000.00\n")
+        self.assertEqual(perftest_figure(out, "ib_write_lat", 8, mhz="2600.0"), "20.00")
+        self.assertEqual(perftest_figure(out.replace("52000.00", "inf"), "ib_write_lat", 8,
+                                         mhz="2600.0"), "")
+
+
 if __name__ == "__main__":
     unittest.main()
