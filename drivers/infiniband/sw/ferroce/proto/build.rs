@@ -44,6 +44,23 @@ impl Path {
         }
     }
 
+    /// The traffic class (IPv4: TOS): DSCP and ECN.
+    pub(crate) fn tclass(&self) -> u8 {
+        match self {
+            Path::V4(p) => p.tos,
+            Path::V6(p) => p.tclass,
+        }
+    }
+
+    /// This path with traffic class `tclass`.
+    pub(crate) fn with_tclass(mut self, tclass: u8) -> Self {
+        match &mut self {
+            Path::V4(p) => p.tos = tclass,
+            Path::V6(p) => p.tclass = tclass,
+        }
+        self
+    }
+
     /// The length of the IP header.
     pub(crate) fn ip_header_len(&self) -> usize {
         match self {

@@ -11,6 +11,7 @@
 pub(crate) mod aeth;
 pub(crate) mod bth;
 pub(crate) mod build;
+pub(crate) mod dcqcn;
 pub(crate) mod eui64;
 pub(crate) mod icrc;
 pub(crate) mod mtu;
