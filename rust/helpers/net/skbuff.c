@@ -62,3 +62,8 @@ __rust_helper void rust_helper_dst_hold(struct dst_entry *dst)
 {
 	dst_hold(dst);
 }
+
+__rust_helper void rust_helper_skb_set_delivery_time_mono(struct sk_buff *skb, ktime_t kt)
+{
+	skb_set_delivery_time(skb, kt, SKB_CLOCK_MONOTONIC);
+}

@@ -5,7 +5,13 @@
 //! C header: [`include/linux/skbuff.h`](srctree/include/linux/skbuff.h)
 
 use super::netdevice::NetDevice;
-use crate::{bindings, error::to_result, prelude::*, types::Opaque};
+use crate::{
+    bindings,
+    error::to_result,
+    prelude::*,
+    time::{Instant, Monotonic},
+    types::Opaque,
+};
 use core::ptr::NonNull;
 
 /// An owned socket buffer; dropping it frees it as a drop (`kfree_skb`), [`SkBuff::consume`]
@@ -198,6 +204,13 @@ impl SkBuff {
             let headlen = bindings::skb_headlen(skb) as usize;
             Some((core::slice::from_raw_parts(net, before + headlen), before))
         }
+    }
+
+    /// Asks that the packet leave no earlier than `at` (Earliest Departure Time): a qdisc that
+    /// honours it (`fq`) holds it until then; any other sends it at once.
+    pub fn set_departure(&mut self, at: Instant<Monotonic>) {
+        // SAFETY: We own the skb.
+        unsafe { bindings::skb_set_delivery_time_mono(self.as_raw(), at.as_nanos()) };
     }
 
     /// Sends a whole IP packet that a route's `attach` routed, in the namespace of the device

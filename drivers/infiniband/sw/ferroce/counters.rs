@@ -6,7 +6,8 @@
 //! there, `ack_deferred` counts the responses handed to the requester's completer, whatever it
 //! then makes of them: one beyond what was sent counts in `rcvd_drop_bad_psn` too); the
 //! `rcvd_drop_*` ones count each reason a received packet was dropped; the RC request and error
-//! counters after them carry mlx5's names (`resp_invalid_request` is ours: mlx5 has none).
+//! counters after them carry mlx5's names (`resp_invalid_request` is ours: mlx5 has none), and
+//! so do the congestion-control ones at the end (see [`crate::cc`]).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::rdma::stats::StatDesc;
@@ -72,6 +73,10 @@ counters! {
     RespInvalidRequest => c"resp_invalid_request",
     ReqRemoteAccessErrors => c"req_remote_access_errors",
     ReqRemoteInvalidRequest => c"req_remote_invalid_request",
+    NpEcnMarked => c"np_ecn_marked_roce_packets",
+    NpCnpSent => c"np_cnp_sent",
+    RpCnpHandled => c"rp_cnp_handled",
+    RpCnpIgnored => c"rp_cnp_ignored",
 }
 
 /// A device's counters. Plain atomics: a few increments per packet, read rarely.

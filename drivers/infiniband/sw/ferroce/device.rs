@@ -4,6 +4,7 @@
 
 use crate::{
     ah::{AhTable, FerroceAh},
+    cc::Cc,
     counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
     limits,
@@ -63,6 +64,8 @@ pub(crate) struct FerroceDevice {
     /// The netdev the device is on, for the data path: the core's copy is behind a lock that
     /// softirqs must not take.
     pub(crate) netdev: ARef<NetDevice>,
+    /// ECN congestion control.
+    pub(crate) cc: Cc,
     /// Keeps the namespace's UDP port open while the device exists.
     _ports: PortsUse,
 }
@@ -347,6 +350,7 @@ impl LinkOps for Ferroce {
             qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
             netdev: netdev.into(),
+            cc: Cc::from_module_params()?,
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {

@@ -14,6 +14,7 @@ use kernel::{
 
 mod abi;
 mod ah;
+mod cc;
 mod counters;
 mod cq;
 mod device;
@@ -49,6 +50,20 @@ module! {
     description: "ferroce: Soft RDMA over Converged Ethernet (RoCEv2) provider in Rust",
     license: "GPL",
     alias: ["rdma-link-rxe"],
+    params: {
+        cc: bool {
+            default: true,
+            description: "ECN congestion control (ECT marking, CNPs, DCQCN) on devices created from now on",
+        },
+        np_min_time_between_cnps: u32 {
+            default: 4,
+            description: "Microseconds at least between two CNPs of one QP (0-131071)",
+        },
+        rp_ai_rate: u32 {
+            default: 5,
+            description: "DCQCN additive increase of the target rate, Mb/s (1-100000)",
+        },
+    },
 }
 
 /// Module state. Fields drop in order: no new links, then every device goes, then the

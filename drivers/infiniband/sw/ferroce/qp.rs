@@ -5,6 +5,7 @@
 
 use crate::{
     ah::Av,
+    cc::{self, QpCc},
     counters::{Counter, Counters},
     cq::FerroceCq,
     device::Ferroce,
@@ -13,7 +14,8 @@ use crate::{
     proto::{
         bth::pkey_matches,
         build::Path,
-        opcode::Transport,
+        dcqcn,
+        opcode::{OpKind, Transport},
         packet::DropReason,
         wqe::{
             self, Completion, SendWqe, WcOpcode, WrOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER,
@@ -156,6 +158,8 @@ pub(crate) struct QpInner {
     pub(crate) timer: Option<ArcHrTimerHandle<QpShared>>,
     /// The way to the connected peer (RC, UC), kept while it holds.
     peer: Option<TxPath>,
+    /// Congestion control: the CNPs it sends and the rate those it receives allow.
+    pub(crate) cc: QpCc,
 }
 
 impl QpInner {
@@ -301,6 +305,10 @@ fn consume_or_count(skb: SkBuff, res: Result<(), Reject>, counters: &Counters) {
 }
 
 impl QpShared {
+    pub(crate) fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
     /// Queues the QP's work (unless it is queued already).
     pub(crate) fn kick(self: &Arc<Self>) {
         let _ = self.wq.enqueue(self.clone());
@@ -397,6 +405,13 @@ impl QpShared {
         {
             return Err(QpDrop::BadAddress);
         }
+        if pkt.info.kind == OpKind::Cnp {
+            cc::on_cnp(qp, self, inner, counters);
+            return Ok(());
+        }
+        if dcqcn::is_ce(pkt.hdr.ip()) {
+            cc::on_ce(qp, self, inner, pkt, counters);
+        }
         match self.qp_type {
             QpType::Ud | QpType::Gsi => ud::receive(qp, self, inner, pkt, counters),
             QpType::Rc => {
@@ -438,7 +453,7 @@ impl QpShared {
         inner: &mut QpInner,
         f: impl FnOnce(&mut QpInner, &Xmit<'_>) -> R,
     ) -> Option<R> {
-        let path = inner.path(qp.qpn())?;
+        let path = qp.device().data().cc.mark(inner.path(qp.qpn())?);
         let to = match inner.peer.take() {
             Some(t) if t.is_current(&path) => t,
             _ => TxPath::new(qp.device(), path).ok()?,
@@ -748,6 +763,7 @@ impl FerroceQp {
                         resp: rc_resp::Responder::default(),
                         timer: None,
                         peer: None,
+                        cc: QpCc::new(),
                     },
                     "ferroce::QpShared::inner"
                 ),

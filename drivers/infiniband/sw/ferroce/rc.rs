@@ -11,6 +11,7 @@
 //! moves the window and retires WQEs.
 
 use crate::{
+    cc::{Pace, QpCc},
     device::Ferroce,
     proto::{
         bth::Bth,
@@ -288,6 +289,7 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
     let uc = shared.is_uc();
     let attr = inner.attr;
     let req = &mut inner.req;
+    let pace = &mut inner.cc;
     let mut budget = TX_BUDGET;
     while req.win.may_send() {
         let Some((idx, i)) = req.win.to_send(&req.flight) else {
@@ -320,7 +322,7 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
         let res = if sent.kind() == Kind::Read {
             send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
-            let res = send_packet(qp, shared, &attr, xmit, &req.win, sent, i);
+            let res = send_packet(qp, shared, &attr, xmit, &req.win, pace, sent, i);
             // UC is unreliable: a packet the stack refused is a packet lost.
             res.or_else(|e| if uc { Ok(()) } else { Err(e) })
                 .map(|()| sent.entry.first().add(i + 1))
@@ -336,6 +338,8 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
                     req.win.settle(&req.flight);
                 }
             }
+            // Paced: the ACK asked for brings the QP back.
+            Err(e) if e == EAGAIN => break,
             // The stack refused (no memory, no route): the timer tries again.
             Err(_) => break,
         }
@@ -378,6 +382,7 @@ fn send_packet(
     attr: &kernel::rdma::qp::QpAttr,
     xmit: &Xmit<'_>,
     win: &Window,
+    pace: &mut QpCc,
     sent: &Sent,
     i: u32,
 ) -> Result {
@@ -415,8 +420,14 @@ fn send_packet(
         rc_op
     };
     let psn = sent.entry.first().add(i);
+    let wire_len = xmit.wire_len(op as u8, n).ok_or(EINVAL)?;
+    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, wire_len, !uc) {
+        Pace::Now => (None, false),
+        Pace::At { depart, ask_ack } => (Some(depart), ask_ack),
+        Pace::Wait => return Err(EAGAIN),
+    };
     let mut bth = bth(attr, op, psn);
-    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0 || win.wants_ack(psn));
+    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0 || win.wants_ack(psn) || ask_ack);
     bth.solicited = last && flags & SEND_SOLICITED != 0;
     let ext = ExtHeaders {
         reth: (sent.kind() == Kind::Write && pos.starts()).then(|| Reth {
@@ -427,7 +438,7 @@ fn send_packet(
         imm: if last { sent.imm } else { None },
         ..ExtHeaders::default()
     };
-    xmit.send_with(&bth, &ext, n, fill)
+    xmit.send_at(&bth, &ext, n, fill, depart)
 }
 
 fn opcode(kind: Kind, pos: Position, imm: bool) -> Opcode {

@@ -228,5 +228,6 @@ fn transmit(
         imm: w.imm,
         ..ExtHeaders::default()
     };
-    shared.with_path(qp, w.path, |x| x.send(&bth, &ext, payload))?
+    let path = qp.device().data().cc.mark(w.path);
+    shared.with_path(qp, path, |x| x.send(&bth, &ext, payload))?
 }

@@ -28,6 +28,7 @@ use kernel::{
     prelude::*,
     rdma::device::Device,
     sync::aref::ARef,
+    time::{Instant, Monotonic},
 };
 
 /// A route over either IP version, or none: to the device itself.
@@ -102,12 +103,12 @@ impl<'a> Xmit<'a> {
         Self { dev, to, out }
     }
 
-    /// Queues one packet.
     /// The device it sends from.
     pub(crate) fn device(&self) -> &'a Device<Ferroce> {
         self.dev
     }
 
+    /// Queues one packet.
     pub(crate) fn send(&self, bth: &Bth, ext: &ExtHeaders, payload: &[u8]) -> Result {
         self.send_with(bth, ext, payload.len(), |dst| {
             dst.copy_from_slice(payload);
@@ -124,6 +125,24 @@ impl<'a> Xmit<'a> {
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
     ) -> Result {
+        self.send_at(bth, ext, payload_len, fill, None)
+    }
+
+    /// The length on the wire (from the IP header) of a packet of `opcode` carrying
+    /// `payload_len` bytes.
+    pub(crate) fn wire_len(&self, opcode: u8, payload_len: usize) -> Option<usize> {
+        self.to.path.packet_len(opcode, payload_len)
+    }
+
+    /// As [`Xmit::send_with`], to leave no earlier than `depart` (paced, see [`crate::cc`]).
+    pub(crate) fn send_at(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
+        depart: Option<Instant<Monotonic>>,
+    ) -> Result {
         let path = &self.to.path;
         let len = path.packet_len(bth.opcode, payload_len).ok_or(EINVAL)?;
         let mut skb = SkBuff::new_packet(&self.to.netdev, len, GFP_ATOMIC, |out| {
@@ -133,6 +152,9 @@ impl<'a> Xmit<'a> {
                     _ => EINVAL,
                 })
         })?;
+        if let Some(at) = depart {
+            skb.set_departure(at);
+        }
         let data = self.dev.data();
         match &self.to.route {
             Route::V4(r) => {

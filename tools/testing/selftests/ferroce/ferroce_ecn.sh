@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# ECN congestion control (DCQCN) between two ferroce devices in two namespaces.
+# With it on (the default): the requester's data packets leave ECT(0) (seen on the wire by
+# tcpdump); with netem marking every ECT packet of the requester's veth CE (`loss 100% ecn`
+# marks instead of dropping), the responder counts each marked packet, answers with CNPs at
+# most one per np_min_time_between_cnps, the requester handles each CNP, and (loaded again
+# with a slower additive increase) its rate falls, paced (through fq under netem), to under
+# half the unmarked rate, with every WRITE done.
+# With it off (`modprobe rdma_rxe cc=0`): nothing leaves ECN-capable, nothing is marked, no
+# CNP is sent.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+A=ferroce_ecn_a
+B=ferroce_ecn_b
+trap ns_cleanup EXIT
+# Microseconds between two CNPs of a QP: long enough that the bound is tight under TCG.
+CNP_GAP_US=2000
+
+ktap_print_header
+require rdma ip ss tc tcpdump ib_write_bw timeout
+ktap_set_plan 7
+
+# setup MODPROBE_ARGS...: fresh namespaces and devices, fer0 in A, fer1 in B. perftest's TCP
+# exchange takes a second veth (10.75.0.x): netem on the first drops whatever is not
+# ECN-capable, TCP's handshake and ARP among it (B knows A's address for good).
+setup() {
+	ns_cleanup
+	modprobe rdma_rxe "$@" || ktap_exit_fail_msg "modprobe rdma_rxe $*"
+	two_devices 10.74.0
+	ip -n "$A" link add vc type veth peer name vd netns "$B" &&
+		ip -n "$A" addr add 10.75.0.1/24 dev vc && ip -n "$B" addr add 10.75.0.2/24 dev vd &&
+		ip -n "$A" link set vc up && ip -n "$B" link set vd up &&
+		ip -n "$B" neigh replace 10.74.0.1 dev vb nud permanent \
+			lladdr "$(ip -n "$A" -br link show va | awk '{print $3}')" ||
+		ktap_exit_fail_msg "cannot set up the side veth"
+}
+
+# delta DEV NAME BEFORE: how much NAME on DEV grew since BEFORE.
+delta() {
+	echo $(($(counter "$1" "$2") - $3))
+}
+
+# write_n N: N 64 KiB WRITEs from fer1 (B) to fer0 (A), at MTU 1024; all complete.
+write_n() {
+	ip netns exec "$A" timeout 120 ib_write_bw -d fer0 -x "$GA" -m 1024 -s 65536 -n "$1" -F \
+		>/tmp/ferroce_ecn_srv.log 2>&1 &
+	local srv=$! rc=0
+	wait_port "$A" 18515 || { kill "$srv"; return 1; }
+	ip netns exec "$B" timeout 120 ib_write_bw -d fer1 -x "$GB" -m 1024 -s 65536 -n "$1" -F \
+		10.75.0.1 >/tmp/ferroce_ecn_cli.log 2>&1 || rc=$?
+	wait "$srv" || rc=$?
+	[ "$rc" -eq 0 ] || tail -3 /tmp/ferroce_ecn_cli.log | sed 's/^/# cli: /'
+	return "$rc"
+}
+
+# rate: Gb/s of 64 KiB WRITEs from fer1 to fer0 over 3 s (duration mode, 1 s margins), from
+# the iterations done in the window.
+rate() {
+	ip netns exec "$A" timeout 60 ib_write_bw -d fer0 -x "$GA" -m 1024 -s 65536 -D 5 -f 1 -Q 1 -F \
+		>/dev/null 2>&1 &
+	local srv=$! out
+	wait_port "$A" 18515 || { kill "$srv"; return 1; }
+	out=$(ip netns exec "$B" timeout 60 ib_write_bw -d fer1 -x "$GB" -m 1024 -s 65536 -D 5 -f 1 \
+		-Q 1 -F 10.75.0.1 2>&1)
+	wait "$srv"
+	echo "$out" | awk '$1 == 65536 && $2 ~ /^[0-9]+$/ {printf "%.4f\n", $2 * 65536 * 8 / 3 / 1e9; exit}'
+}
+
+# ecn_seen WANT: the ECN field of the first 20 RoCE packets fer1 sends is WANT (0x0 or 0x2).
+ecn_seen() {
+	local cap=/tmp/ferroce_ecn.pcap bad
+	rm -f "$cap"
+	ip netns exec "$A" timeout 60 tcpdump -i va -nn -c 20 -w "$cap" \
+		"udp dst port 4791 and src host 10.74.0.2" >/dev/null 2>&1 &
+	local dump=$!
+	sleep 1
+	write_n 20 || { kill "$dump"; return 1; }
+	wait "$dump"
+	local n=0 other=0 tos
+	for tos in $(tcpdump -r "$cap" -nn -v 2>/dev/null | sed -n 's/.*(tos \(0x[0-9a-f]*\).*/\1/p'); do
+		n=$((n + 1))
+		(((tos & 3) != $1)) && other=$((other + 1))
+	done
+	echo "# $n packets seen, $other with another ECN field"
+	[ "$n" -eq 20 ] && [ "$other" -eq 0 ]
+}
+
+# mark: every ECT packet fer1 sends is marked CE on its way; fq under netem honours the
+# departure times the pacer sets.
+mark() {
+	tc -n "$B" qdisc replace dev vb root handle 1: netem loss 100% ecn &&
+		tc -n "$B" qdisc add dev vb parent 1:1 fq || ktap_exit_fail_msg "netem ecn on vb"
+}
+
+setup np_min_time_between_cnps=$CNP_GAP_US
+ktap_test_result "congestion control on: data packets leave ECT(0)" ecn_seen 0x2
+
+mark
+
+marked_writes() {
+	local m0 c0 h0 s0 t0 t1 marked cnps handled sent us
+	m0=$(counter fer0 np_ecn_marked_roce_packets) c0=$(counter fer0 np_cnp_sent)
+	h0=$(counter fer1 rp_cnp_handled) s0=$(counter fer1 sent_pkts)
+	t0=$(date +%s%N)
+	write_n 200 || return 1
+	t1=$(date +%s%N)
+	marked=$(delta fer0 np_ecn_marked_roce_packets "$m0") cnps=$(delta fer0 np_cnp_sent "$c0")
+	handled=$(delta fer1 rp_cnp_handled "$h0") sent=$(delta fer1 sent_pkts "$s0")
+	us=$(((t1 - t0) / 1000))
+	echo "# $sent packets sent, $marked marked; $cnps CNPs sent in $us us, $handled handled"
+	# Each packet the requester sent arrived marked (veth loses nothing); at most one CNP per
+	# QP per gap, and every CNP reached the requester. ib_write_bw runs one QP each way.
+	[ "$sent" -ge 12800 ] && [ "$marked" -eq "$sent" ] &&
+		[ "$cnps" -ge 1 ] && [ "$cnps" -le $((us / CNP_GAP_US + 1)) ] &&
+		[ "$handled" -eq "$cnps" ]
+}
+ktap_test_result "CE-marked packets are counted and answered by CNPs, one per gap at most" \
+	marked_writes
+no_retry_ran_out() {
+	test "$(($(counter fer0 retry_exceeded_err) + $(counter fer1 retry_exceeded_err)))" -eq 0
+}
+ktap_test_result "no retry ran out" no_retry_ran_out
+
+# The rate: with a CNP for every marked packet (the default gap of 4 us is shorter than any
+# gap between packets here) and the target rising by 1 Mb/s per 300 us timer step, DCQCN
+# settles where a cut by half, once per packet, undoes what the timer adds in between:
+# about sqrt(2 x 8800 bits x 1 Mb/s / 300 us) = 8 Mb/s for MTU 1024, far below what the
+# requester sends unhindered (about 36 Mb/s on make check's debug kernel under TCG, 300 on
+# make bench's).
+setup rp_ai_rate=1
+plain=$(rate)
+echo "# unmarked: $plain Gb/s"
+mark
+slowed() {
+	local r
+	r=$(rate)
+	echo "# marked: $r Gb/s, unmarked: $plain Gb/s"
+	[ -n "$r" ] && [ -n "$plain" ] && awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r > 0 && r < p / 2)}'
+}
+ktap_test_result "the requester's rate falls under CNPs" slowed
+ktap_test_result "no retry ran out under CNPs" no_retry_ran_out
+
+setup cc=0
+ktap_test_result "congestion control off: data packets leave not ECN-capable" ecn_seen 0x0
+off() {
+	write_n 50 || return 1
+	echo "# marked $(counter fer0 np_ecn_marked_roce_packets), CNPs $(counter fer0 np_cnp_sent)"
+	[ "$(counter fer0 np_ecn_marked_roce_packets)" -eq 0 ] && [ "$(counter fer0 np_cnp_sent)" -eq 0 ] &&
+		[ "$(counter fer1 rp_cnp_handled)" -eq 0 ]
+}
+ktap_test_result "congestion control off: nothing marked, no CNP" off
+
+ktap_finished
