@@ -80,35 +80,51 @@ impl Cc {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// `path` as data packets take it: ECN-capable while congestion control is on.
+    /// The instant `ns` on the device's clock.
+    fn at(&self, ns: u64) -> Instant<Monotonic> {
+        // CAST: nanoseconds since the device was created fit in an i64 for 292 years.
+        self.epoch + Delta::from_nanos(ns as i64)
+    }
+
+    /// `path` as an RC or UC QP's packets take it: ECN-capable while congestion control is
+    /// on, and never with an ECN field of the address vector's own.
     pub(crate) fn mark(&self, path: Path) -> Path {
-        if self.enabled {
-            let tclass = dcqcn::ect(path.tclass());
-            path.with_tclass(tclass)
-        } else {
-            path
-        }
+        let tclass = match self.enabled {
+            true => dcqcn::ect(path.tclass()),
+            false => dcqcn::not_ect(path.tclass()),
+        };
+        path.with_tclass(tclass)
     }
 }
 
-/// How far ahead of now a QP schedules its packets, in ns. Past it, while its last packet has
-/// not left yet, the QP waits for the ACK that packet asked for (it leaves before its ACK can
-/// come back, so the QP always comes back): what waits in the qdisc stays short, and far from
-/// the ACK timeout. Without a qdisc that honours departure times, this alone paces, in bursts
-/// of about this long.
-const PACE_HORIZON_NS: u64 = 500_000;
+/// `path` as packets that do not react to congestion take it (UD: neither CNPs nor pacing
+/// yet): not ECN-capable, so a marking queue drops them rather than marks them.
+pub(crate) fn unmarked(path: Path) -> Path {
+    let tclass = dcqcn::not_ect(path.tclass());
+    path.with_tclass(tclass)
+}
 
-/// When a data packet may leave.
+/// How far ahead of now a QP schedules its packets, in ns. Past it, while its last packet has
+/// not left yet, the QP waits: for the ACK that packet asked for (RC requests) or for its
+/// timer, armed for when the next may go (see [`crate::rc_comp::wake_paced`]). What waits in
+/// the qdisc stays short, and far from the ACK timeout. Without a qdisc that honours departure
+/// times, this alone paces, in bursts of about this long.
+const PACE_HORIZON_NS: u64 = 500_000;
+/// Packets a QP schedules ahead at most: `fq` drops a flow's packets past 100.
+const PACE_AHEAD_PKTS: u64 = 64;
+
+/// When a packet may leave.
 pub(crate) enum Pace {
     /// Now: the QP is not limited.
     Now,
-    /// At `depart`; `ask_ack`: the next packet will wait, so this one asks for the ACK that
-    /// brings the QP back.
+    /// At `depart`; `ask_ack`: the next packet will wait, so this one (an RC request) asks for
+    /// the ACK that brings the QP back early.
     At {
         depart: Instant<Monotonic>,
         ask_ack: bool,
     },
-    /// Not yet: it would leave beyond the horizon.
+    /// Not yet: it would leave beyond the horizon. The QP's timer is to bring it back
+    /// ([`QpCc::take_wake`]).
     Wait,
 }
 
@@ -121,6 +137,11 @@ pub(crate) struct QpCc {
     /// When the last paced packet leaves, and the next may, on the device's clock.
     last: u64,
     next: u64,
+    /// After a wait: when the next packet may be scheduled.
+    wake: Option<u64>,
+    /// The wake-up the QP's timer is armed for, until its work ran past it (see
+    /// [`crate::rc_comp::wake_paced`]).
+    pub(crate) wake_at: Option<Instant<Monotonic>>,
 }
 
 impl QpCc {
@@ -130,12 +151,13 @@ impl QpCc {
             rate: Dcqcn::new(&CcParams::DEFAULT),
             last: 0,
             next: 0,
+            wake: None,
+            wake_at: None,
         }
     }
 
-    /// When a data packet of `wire_len` bytes may leave, at the QP's rate; `Wait` only if
-    /// `may_wait` (an ACK will bring the QP back: not for UC, which gets none).
-    pub(crate) fn pace(&mut self, cc: &Cc, wire_len: usize, may_wait: bool) -> Pace {
+    /// When a packet of `wire_len` bytes (from the IP header) may leave, at the QP's rate.
+    pub(crate) fn pace(&mut self, cc: &Cc, wire_len: usize) -> Pace {
         if !cc.enabled {
             return Pace::Now;
         }
@@ -145,25 +167,34 @@ impl QpCc {
             self.next = now;
             return Pace::Now;
         };
+        let bytes = wire_len as u64;
+        // Bits over Mb/s is microseconds.
+        let len = (bytes * 8 * 1000).div_ceil(u64::from(mbps.max(1)));
+        let horizon = PACE_HORIZON_NS.min(len * PACE_AHEAD_PKTS);
         let start = self.next.max(now);
-        if may_wait && self.last > now && start > now + PACE_HORIZON_NS {
+        if self.last > now && start > now + horizon {
+            // Either holds no longer by then.
+            self.wake = Some(self.last.min(start - horizon));
             return Pace::Wait;
         }
         self.last = start;
-        // Bits over Mb/s is microseconds.
-        let bytes = wire_len as u64;
-        self.next = start + (bytes * 8 * 1000).div_ceil(u64::from(mbps.max(1)));
+        self.next = start + len;
         self.rate.on_sent(bytes, &cc.params, LINE_MBPS);
-        // CAST: nanoseconds since the device was created fit in an i64 for 292 years.
         Pace::At {
-            depart: cc.epoch + Delta::from_nanos(start as i64),
-            ask_ack: start > now && self.next > now + PACE_HORIZON_NS,
+            depart: cc.at(start),
+            ask_ack: start > now && self.next > now + horizon,
         }
+    }
+
+    /// When the QP's work is to come back after a [`Pace::Wait`], once.
+    pub(crate) fn take_wake(&mut self, cc: &Cc) -> Option<Instant<Monotonic>> {
+        self.wake.take().map(|at| cc.at(at))
     }
 }
 
-/// A packet for `qp` came CE-marked: counted and, for RC and UC QPs, answered with a CNP to
-/// its sender unless one left within `np_min_time_between_cnps`. Never for a CNP or an ACK.
+/// A packet for an RC or UC `qp`, of its transport and from its peer, came CE-marked: counted,
+/// and answered with a CNP to its sender unless one left within `np_min_time_between_cnps`.
+/// Never for a CNP or an ACK.
 pub(crate) fn on_ce(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
@@ -173,10 +204,7 @@ pub(crate) fn on_ce(
 ) {
     counters.inc(Counter::NpEcnMarked);
     let cc = &qp.device().data().cc;
-    if !cc.enabled
-        || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck)
-        || !matches!(shared.qp_type(), QpType::Rc | QpType::Uc)
-    {
+    if !cc.enabled || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
         return;
     }
     let Some(path) = inner.path(qp.qpn()) else {

@@ -409,11 +409,16 @@ impl QpShared {
             cc::on_cnp(qp, self, inner, counters);
             return Ok(());
         }
-        if dcqcn::is_ce(pkt.hdr.ip()) {
-            cc::on_ce(qp, self, inner, pkt, counters);
-        }
+        // A CE mark counts, and gets a CNP, once the packet passed the checks that make it the
+        // peer's, of the QP's transport, to a QP in a state to take it.
+        let ce = dcqcn::is_ce(pkt.hdr.ip());
         match self.qp_type {
-            QpType::Ud | QpType::Gsi => ud::receive(qp, self, inner, pkt, counters),
+            QpType::Ud | QpType::Gsi => {
+                if ce {
+                    counters.inc(Counter::NpEcnMarked);
+                }
+                ud::receive(qp, self, inner, pkt, counters)
+            }
             QpType::Rc => {
                 if pkt.info.transport != Transport::Rc {
                     return Err(QpDrop::BadState);
@@ -421,6 +426,9 @@ impl QpShared {
                 if pkt.info.is_response() {
                     if !state.can_send() {
                         return Err(QpDrop::BadState);
+                    }
+                    if ce {
+                        cc::on_ce(qp, self, inner, pkt, counters);
                     }
                     // C rxe's name for responses handed to the completer.
                     counters.inc(Counter::AckDeferred);
@@ -433,12 +441,18 @@ impl QpShared {
                     if !state.can_receive() {
                         return Err(QpDrop::BadState);
                     }
+                    if ce {
+                        cc::on_ce(qp, self, inner, pkt, counters);
+                    }
                     rc_resp::on_request(qp, self, inner, pkt, counters)
                 }
             }
             QpType::Uc => {
                 if pkt.info.transport != Transport::Uc || !state.can_receive() {
                     return Err(QpDrop::BadState);
+                }
+                if ce {
+                    cc::on_ce(qp, self, inner, pkt, counters);
                 }
                 rc_resp::on_uc_request(qp, self, inner, pkt, counters)
             }
@@ -514,6 +528,7 @@ impl QpShared {
         let mut more = false;
         if self.qp_type == QpType::Rc && state.can_receive() {
             more |= rc_read::resume(qp, self, inner);
+            rc_comp::wake_paced(qp, self, inner);
         }
         if state.can_send() {
             more |= match self.qp_type {
@@ -801,6 +816,7 @@ impl FerroceQp {
             inner.req.reset(cons);
             inner.resp = rc_resp::Responder::default();
             inner.timer = None;
+            inner.cc = QpCc::new();
         }
         if next == QpState::Rts {
             let (r, rnr, psn) = (

@@ -262,9 +262,11 @@ pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
             rc_comp::complete(qp, shared, inner);
         }
     }
-    if inner.timer.is_none() && inner.req.flight.iter().any(|s| s.entry.pending()) {
+    // No deadline: the timer is idle, or armed for the pacer only.
+    if inner.req.due.is_none() && inner.req.flight.iter().any(|s| s.entry.pending()) {
         rc_comp::arm_ack(shared, inner);
     }
+    rc_comp::wake_paced(qp, shared, inner);
     more
 }
 
@@ -338,7 +340,7 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
                     req.win.settle(&req.flight);
                 }
             }
-            // Paced: the ACK asked for brings the QP back.
+            // Paced: an ACK asked for, or the timer (see `pump`), brings the QP back.
             Err(e) if e == EAGAIN => break,
             // The stack refused (no memory, no route): the timer tries again.
             Err(_) => break,
@@ -421,7 +423,7 @@ fn send_packet(
     };
     let psn = sent.entry.first().add(i);
     let wire_len = xmit.wire_len(op as u8, n).ok_or(EINVAL)?;
-    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, wire_len, !uc) {
+    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, wire_len) {
         Pace::Now => (None, false),
         Pace::At { depart, ask_ack } => (Some(depart), ask_ack),
         Pace::Wait => return Err(EAGAIN),

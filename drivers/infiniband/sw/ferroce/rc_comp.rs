@@ -38,13 +38,34 @@ const MIN_ACK_TIMEOUT_US: u64 = 10_000;
 /// `rnr_retry` 7: retry forever.
 const RNR_RETRY_FOREVER: u8 = 7;
 
-/// Starts the QP's timer `us` from now, replacing an armed one.
+/// Starts the QP's ACK (or RNR) timer `us` from now, replacing an armed one.
 fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
     let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
-    // Dropping the old handle cancels it (waiting for a running callback, which only queues
-    // work).
-    inner.timer = None;
     inner.req.due = Some(Instant::now() + delay);
+    rearm(shared, inner);
+}
+
+/// Arms the QP's one timer for the earlier of the ACK deadline and the pacer's wake-up (see
+/// [`wake_paced`]), or stops it if there is neither. Dropping the old handle cancels it
+/// (waiting for a running callback, which only queues work).
+fn rearm(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    let at = match (inner.req.due, inner.cc.wake_at) {
+        (Some(d), Some(w)) => match (d - w).is_negative() {
+            true => d,
+            false => w,
+        },
+        (Some(at), None) | (None, Some(at)) => at,
+        (None, None) => {
+            inner.timer = None;
+            return;
+        }
+    };
+    let left = at - Instant::now();
+    let delay = match left.is_negative() || left.is_zero() {
+        true => Delta::from_micros(1),
+        false => left,
+    };
+    inner.timer = None;
     inner.timer = Some(shared.clone().start(delay));
 }
 
@@ -68,7 +89,8 @@ fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     if inner.req.rnr_wait {
         return;
     }
-    match (ack_timeout(inner), inner.timer.is_some()) {
+    // An armed timer fires no later than the deadline it was armed for, or the pacer's.
+    match (ack_timeout(inner), inner.req.due.is_some()) {
         (Some(us), true) => {
             let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
             inner.req.due = Some(Instant::now() + delay);
@@ -90,16 +112,43 @@ fn landed_nothing(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
     }
 }
 
+/// After a [`Pace::Wait`], arms the QP's timer for when its pacer lets the next packet go:
+/// the work then paces again. Kept until then whatever the ACK timer does.
+///
+/// [`Pace::Wait`]: crate::cc::Pace::Wait
+pub(crate) fn wake_paced(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
+    let Some(at) = inner.cc.take_wake(&qp.device().data().cc) else {
+        return;
+    };
+    let earlier = inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
+    if earlier {
+        inner.cc.wake_at = Some(at);
+        rearm(shared, inner);
+    }
+}
+
 fn stop_timer(inner: &mut QpInner) {
-    inner.timer = None;
     inner.req.due = None;
+    // A timer armed for a pacer's wake-up stays (it fires no later than that).
+    if inner.cc.wake_at.is_none() {
+        inner.timer = None;
+    }
 }
 
 /// The timer fired: send again from the oldest unanswered PSN, or fail the oldest WQE once the
 /// retries are spent.
 pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
+    // The pacer's wake-up, once due, is done: what runs after this paces again.
+    if inner.cc.wake_at.is_some_and(|w| {
+        let left = w - Instant::now();
+        left.is_negative() || left.is_zero()
+    }) {
+        inner.cc.wake_at = None;
+    }
     let Some(due) = inner.req.due else {
-        // Stopped since this fire.
+        // Stopped since this fire, or the pacer's wake-up: the ACK timer is armed afresh when
+        // something is pending.
+        rearm(shared, inner);
         return;
     };
     let left = due - Instant::now();
@@ -153,7 +202,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     if rc::pump(qp, shared, inner) {
         shared.kick();
     }
-    if inner.timer.is_none() {
+    if inner.req.due.is_none() {
         arm_ack(shared, inner);
     }
 }

@@ -10,6 +10,7 @@
 //! matches no resource reads nothing.
 
 use crate::{
+    cc::{Pace, QpCc},
     device::Ferroce,
     limits::MAX_MSG_SIZE,
     proto::{
@@ -176,11 +177,13 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
                 return true;
             }
             budget -= 1;
-            match send_response(xmit, &attr, r) {
+            match send_response(xmit, &attr, &mut inner.cc, r) {
                 Ok(()) => r.next += 1,
                 // The region was deregistered: give up on this READ; the requester's timer
                 // reports it.
                 Err(e) if e == EFAULT => r.next = r.npkts,
+                // Paced: the QP's timer brings it back.
+                Err(e) if e == EAGAIN => return false,
                 // No memory: the work tries again.
                 Err(_) => return true,
             }
@@ -199,8 +202,14 @@ pub(crate) fn resume(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -
         .unwrap_or(false)
 }
 
-/// Sends response `r.next` of a READ.
-fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource) -> Result {
+/// Sends response `r.next` of a READ, paced; `EAGAIN` if it is to wait (the caller arms the
+/// QP's timer, see [`crate::rc_comp::wake_paced`]).
+fn send_response(
+    xmit: &Xmit<'_>,
+    attr: &kernel::rdma::qp::QpAttr,
+    pace: &mut QpCc,
+    r: &Resource,
+) -> Result {
     let i = r.next;
     let off = i * r.mtu;
     let n = (r.len - off).min(r.mtu) as usize;
@@ -224,6 +233,14 @@ fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource)
         (false, true) => Opcode::RcReadResponseLast,
         (false, false) => Opcode::RcReadResponseMiddle,
     };
+    let depart = match pace.pace(
+        &xmit.device().data().cc,
+        xmit.wire_len(op as u8, n).ok_or(EINVAL)?,
+    ) {
+        Pace::Now => None,
+        Pace::At { depart, .. } => Some(depart),
+        Pace::Wait => return Err(EAGAIN),
+    };
     let bth = rc::bth(attr, op, r.first.add(i));
     let ext = ExtHeaders {
         aeth: (op != Opcode::RcReadResponseMiddle).then_some(Aeth {
@@ -232,5 +249,5 @@ fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource)
         }),
         ..ExtHeaders::default()
     };
-    xmit.send_with(&bth, &ext, n, fill)
+    xmit.send_at(&bth, &ext, n, fill, depart)
 }

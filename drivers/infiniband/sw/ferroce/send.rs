@@ -228,6 +228,6 @@ fn transmit(
         imm: w.imm,
         ..ExtHeaders::default()
     };
-    let path = qp.device().data().cc.mark(w.path);
+    let path = crate::cc::unmarked(w.path);
     shared.with_path(qp, path, |x| x.send(&bth, &ext, payload))?
 }

@@ -151,14 +151,17 @@ const ECN_MASK: u8 = 3;
 const ECN_ECT0: u8 = 2;
 const ECN_CE: u8 = 3;
 
-/// The traffic class of a data packet while congestion control is on: ECN-capable, ECT(0),
-/// unless the address vector chose an ECN codepoint itself.
+/// The traffic class of a packet that reacts to congestion marks: the DSCP given, ECT(0).
+/// An ECN field from the address vector is never sent as given: a CE mark set by a user would
+/// make the receiver send CNPs to whoever it names.
 pub(crate) const fn ect(tclass: u8) -> u8 {
-    if tclass & ECN_MASK == 0 {
-        tclass | ECN_ECT0
-    } else {
-        tclass
-    }
+    (tclass & !ECN_MASK) | ECN_ECT0
+}
+
+/// The traffic class of a packet that does not react to congestion marks: the DSCP given,
+/// not ECN-capable.
+pub(crate) const fn not_ect(tclass: u8) -> u8 {
+    tclass & !ECN_MASK
 }
 
 /// The traffic class a CNP leaves with: `np_cnp_dscp`, not ECN-capable.
@@ -428,8 +431,9 @@ mod tests {
     fn ecn_codepoints() {
         assert_eq!(ect(0), 2);
         assert_eq!(ect(106), 106, "DSCP 26 with ECT(0) stays");
-        assert_eq!(ect(105), 105, "ECT(1) stays");
-        assert_eq!(ect(0xb8), 0xba);
+        assert_eq!(ect(105), 106, "ECT(1) becomes ECT(0)");
+        assert_eq!(ect(0xb8 | 3), 0xba, "a user's CE mark is not sent");
+        assert_eq!(not_ect(0xbb), 0xb8);
         assert_eq!(cnp_tclass(&P), 0xc0);
         let mut v4 = [0u8; 20];
         v4[0] = 0x45;
