@@ -528,7 +528,6 @@ impl QpShared {
         let mut more = false;
         if self.qp_type == QpType::Rc && state.can_receive() {
             more |= rc_read::resume(qp, self, inner);
-            rc_comp::wake_paced(qp, self, inner);
         }
         if state.can_send() {
             more |= match self.qp_type {
@@ -561,6 +560,7 @@ impl QpShared {
     /// Completes every posted WQE with a flush error: receives first, then sends.
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
         inner.timer = None;
+        inner.cc.wake_at = None;
         if self.kernel {
             self.kq.flush(qp);
         }

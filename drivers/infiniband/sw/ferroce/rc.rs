@@ -250,7 +250,8 @@ fn prepare(
 pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
     let asks = inner.req.flight.iter().any(|s| s.entry.asking());
     let mut more = false;
-    if inner.req.win.unsent() || asks {
+    // After an RNR NAK nothing goes out before its delay ends (the timer then sends again).
+    if (inner.req.win.unsent() || asks) && !inner.req.rnr_wait {
         more = shared
             .with_peer(qp, inner, |inner, xmit| {
                 send_asks(inner, xmit);

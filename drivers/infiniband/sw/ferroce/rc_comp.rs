@@ -79,7 +79,7 @@ pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     inner.req.rnr_wait = false;
     match ack_timeout(inner) {
         Some(us) => arm(shared, inner, us),
-        None => stop_timer(inner),
+        None => stop_timer(shared, inner),
     }
 }
 
@@ -96,7 +96,7 @@ fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
             inner.req.due = Some(Instant::now() + delay);
         }
         (Some(_), false) => arm_ack(shared, inner),
-        (None, _) => stop_timer(inner),
+        (None, _) => stop_timer(shared, inner),
     }
 }
 
@@ -127,12 +127,10 @@ pub(crate) fn wake_paced(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut Q
     }
 }
 
-fn stop_timer(inner: &mut QpInner) {
+/// No more deadline; the timer stays armed for the pacer's wake-up, if one is due.
+fn stop_timer(shared: &Arc<QpShared>, inner: &mut QpInner) {
     inner.req.due = None;
-    // A timer armed for a pacer's wake-up stays (it fires no later than that).
-    if inner.cc.wake_at.is_none() {
-        inner.timer = None;
-    }
+    rearm(shared, inner);
 }
 
 /// The timer fired: send again from the oldest unanswered PSN, or fail the oldest WQE once the
@@ -162,7 +160,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         inner.req.rnr_wait = rnr;
         return;
     }
-    stop_timer(inner);
+    stop_timer(shared, inner);
     if !inner.attr.state.can_send() || !inner.req.flight.iter().any(|s| s.entry.pending()) {
         return;
     }
@@ -238,7 +236,7 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     if failed {
         shared.fail(qp, inner);
     } else if inner.req.flight.is_empty() {
-        stop_timer(inner);
+        stop_timer(shared, inner);
     }
 }
 

@@ -10,7 +10,6 @@
 //! matches no resource reads nothing.
 
 use crate::{
-    cc::{Pace, QpCc},
     device::Ferroce,
     limits::MAX_MSG_SIZE,
     proto::{
@@ -177,13 +176,11 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
                 return true;
             }
             budget -= 1;
-            match send_response(xmit, &attr, &mut inner.cc, r) {
+            match send_response(xmit, &attr, r) {
                 Ok(()) => r.next += 1,
                 // The region was deregistered: give up on this READ; the requester's timer
                 // reports it.
                 Err(e) if e == EFAULT => r.next = r.npkts,
-                // Paced: the QP's timer brings it back.
-                Err(e) if e == EAGAIN => return false,
                 // No memory: the work tries again.
                 Err(_) => return true,
             }
@@ -202,14 +199,9 @@ pub(crate) fn resume(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -
         .unwrap_or(false)
 }
 
-/// Sends response `r.next` of a READ, paced; `EAGAIN` if it is to wait (the caller arms the
-/// QP's timer, see [`crate::rc_comp::wake_paced`]).
-fn send_response(
-    xmit: &Xmit<'_>,
-    attr: &kernel::rdma::qp::QpAttr,
-    pace: &mut QpCc,
-    r: &Resource,
-) -> Result {
+/// Sends response `r.next` of a READ. Not paced yet, so not ECN-capable: pacing them would hold
+/// the QP's incoming packets (ACKs and CNPs among them) behind them.
+fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource) -> Result {
     let i = r.next;
     let off = i * r.mtu;
     let n = (r.len - off).min(r.mtu) as usize;
@@ -233,14 +225,6 @@ fn send_response(
         (false, true) => Opcode::RcReadResponseLast,
         (false, false) => Opcode::RcReadResponseMiddle,
     };
-    let depart = match pace.pace(
-        &xmit.device().data().cc,
-        xmit.wire_len(op as u8, n).ok_or(EINVAL)?,
-    ) {
-        Pace::Now => None,
-        Pace::At { depart, .. } => Some(depart),
-        Pace::Wait => return Err(EAGAIN),
-    };
     let bth = rc::bth(attr, op, r.first.add(i));
     let ext = ExtHeaders {
         aeth: (op != Opcode::RcReadResponseMiddle).then_some(Aeth {
@@ -249,5 +233,5 @@ fn send_response(
         }),
         ..ExtHeaders::default()
     };
-    xmit.send_at(&bth, &ext, n, fill, depart)
+    xmit.send_not_ect(&bth, &ext, n, fill)
 }

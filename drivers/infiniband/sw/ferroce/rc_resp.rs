@@ -26,7 +26,6 @@ use crate::{
     },
     qp::{QpInner, QpShared},
     rc::{self, path_mtu},
-    rc_comp,
     rc_read::{self, Reads},
     recv::{Packet, QpDrop},
     sge,
@@ -122,7 +121,6 @@ pub(crate) fn on_request(
             rc_read::answer(inner, xmit)
         })
         .ok_or(QpDrop::BadState)?;
-    rc_comp::wake_paced(qp, shared, inner);
     if more {
         // A long READ goes on from the QP's work, so other QPs' packets are not held up.
         shared.kick();

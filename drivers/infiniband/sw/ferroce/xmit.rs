@@ -134,6 +134,19 @@ impl<'a> Xmit<'a> {
         self.to.path.packet_len(opcode, payload_len)
     }
 
+    /// As [`Xmit::send_with`], for a packet that does not react to congestion marks: not
+    /// ECN-capable, whatever the path's traffic class.
+    pub(crate) fn send_not_ect(
+        &self,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
+    ) -> Result {
+        let path = crate::cc::unmarked(self.to.path);
+        self.send_on(&path, bth, ext, payload_len, fill, None)
+    }
+
     /// As [`Xmit::send_with`], to leave no earlier than `depart` (paced, see [`crate::cc`]).
     pub(crate) fn send_at(
         &self,
@@ -143,7 +156,19 @@ impl<'a> Xmit<'a> {
         fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
         depart: Option<Instant<Monotonic>>,
     ) -> Result {
-        let path = &self.to.path;
+        self.send_on(&self.to.path, bth, ext, payload_len, fill, depart)
+    }
+
+    /// Builds the packet along `path` (the kept route's, perhaps with another traffic class).
+    fn send_on(
+        &self,
+        path: &Path,
+        bth: &Bth,
+        ext: &ExtHeaders,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), BuildError>,
+        depart: Option<Instant<Monotonic>>,
+    ) -> Result {
         let len = path.packet_len(bth.opcode, payload_len).ok_or(EINVAL)?;
         let mut skb = SkBuff::new_packet(&self.to.netdev, len, GFP_ATOMIC, |out| {
             path.build_with(bth, ext, payload_len, out, fill)
