@@ -89,10 +89,10 @@ impl Cc {
     /// `path` as an RC or UC QP's packets take it: ECN-capable while congestion control is
     /// on, and never with an ECN field of the address vector's own.
     pub(crate) fn mark(&self, path: Path) -> Path {
-        let tclass = match self.enabled {
-            true => dcqcn::ect(path.tclass()),
-            false => dcqcn::not_ect(path.tclass()),
-        };
+        if !self.enabled {
+            return unmarked(path);
+        }
+        let tclass = dcqcn::ect(path.tclass());
         path.with_tclass(tclass)
     }
 }
@@ -138,7 +138,7 @@ pub(crate) struct QpCc {
     last: u64,
     next: u64,
     /// After a wait: when the next packet may be scheduled.
-    wake: Option<u64>,
+    wake: Option<Instant<Monotonic>>,
     /// The wake-up the QP's timer is armed for, until its work ran past it (see
     /// [`crate::rc_comp::wake_paced`]).
     pub(crate) wake_at: Option<Instant<Monotonic>>,
@@ -158,13 +158,16 @@ impl QpCc {
 
     /// When a packet of `wire_len` bytes (from the IP header) may leave, at the QP's rate.
     pub(crate) fn pace(&mut self, cc: &Cc, wire_len: usize) -> Pace {
-        if !cc.enabled {
+        // Unlimited (nearly always): no clock read per packet. Any `next` before now starts
+        // the next limited stretch now.
+        if !cc.enabled || self.rate.rate().is_none() {
+            self.next = 0;
             return Pace::Now;
         }
         let now = cc.now();
         self.rate.advance(now, &cc.params, LINE_MBPS);
         let Some(mbps) = self.rate.rate() else {
-            self.next = now;
+            self.next = 0;
             return Pace::Now;
         };
         let bytes = wire_len as u64;
@@ -174,7 +177,7 @@ impl QpCc {
         let start = self.next.max(now);
         if self.last > now && start > now + horizon {
             // Either holds no longer by then.
-            self.wake = Some(self.last.min(start - horizon));
+            self.wake = Some(cc.at(self.last.min(start - horizon)));
             return Pace::Wait;
         }
         self.last = start;
@@ -187,8 +190,8 @@ impl QpCc {
     }
 
     /// When the QP's work is to come back after a [`Pace::Wait`], once.
-    pub(crate) fn take_wake(&mut self, cc: &Cc) -> Option<Instant<Monotonic>> {
-        self.wake.take().map(|at| cc.at(at))
+    pub(crate) fn take_wake(&mut self) -> Option<Instant<Monotonic>> {
+        self.wake.take()
     }
 }
 

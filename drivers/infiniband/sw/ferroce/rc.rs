@@ -267,7 +267,7 @@ pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
     if inner.req.due.is_none() && inner.req.flight.iter().any(|s| s.entry.pending()) {
         rc_comp::arm_ack(shared, inner);
     }
-    rc_comp::wake_paced(qp, shared, inner);
+    rc_comp::wake_paced(shared, inner);
     more
 }
 

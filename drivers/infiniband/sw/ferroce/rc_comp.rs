@@ -29,7 +29,7 @@ use kernel::{
     prelude::*,
     rdma::qp::Qp,
     sync::Arc,
-    time::{hrtimer::HrTimerPointer, Delta, Instant},
+    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
 };
 
 /// The shortest ACK timeout ferroce waits, whatever the QP asks: below it, a slow machine
@@ -60,13 +60,15 @@ fn rearm(shared: &Arc<QpShared>, inner: &mut QpInner) {
             return;
         }
     };
-    let left = at - Instant::now();
-    let delay = match left.is_negative() || left.is_zero() {
-        true => Delta::from_micros(1),
-        false => left,
-    };
+    let delay = until(at).unwrap_or(Delta::from_micros(1));
     inner.timer = None;
     inner.timer = Some(shared.clone().start(delay));
+}
+
+/// The time left until `at`; `None` once it has come.
+fn until(at: Instant<Monotonic>) -> Option<Delta> {
+    let left = at - Instant::now();
+    (!left.is_negative() && !left.is_zero()).then_some(left)
 }
 
 /// The ACK timeout of the QP, if it has one.
@@ -116,8 +118,8 @@ fn landed_nothing(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
 /// the work then paces again. Kept until then whatever the ACK timer does.
 ///
 /// [`Pace::Wait`]: crate::cc::Pace::Wait
-pub(crate) fn wake_paced(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let Some(at) = inner.cc.take_wake(&qp.device().data().cc) else {
+pub(crate) fn wake_paced(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    let Some(at) = inner.cc.take_wake() else {
         return;
     };
     let earlier = inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
@@ -137,10 +139,7 @@ fn stop_timer(shared: &Arc<QpShared>, inner: &mut QpInner) {
 /// retries are spent.
 pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
     // The pacer's wake-up, once due, is done: what runs after this paces again.
-    if inner.cc.wake_at.is_some_and(|w| {
-        let left = w - Instant::now();
-        left.is_negative() || left.is_zero()
-    }) {
+    if inner.cc.wake_at.is_some_and(|w| until(w).is_none()) {
         inner.cc.wake_at = None;
     }
     let Some(due) = inner.req.due else {
@@ -149,8 +148,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         rearm(shared, inner);
         return;
     };
-    let left = due - Instant::now();
-    if !left.is_negative() && !left.is_zero() {
+    if let Some(left) = until(due) {
         // Progress moved the deadline on: wait the rest.
         let rnr = inner.req.rnr_wait;
         let us = u64::try_from(left.as_micros_ceil())
