@@ -11,7 +11,11 @@ use crate::{
     prelude::*,
     types::Opaque, //
 };
-use core::marker::PhantomData;
+use core::{
+    marker::PhantomData,
+    ptr,
+    sync::atomic::{AtomicPtr, Ordering},
+};
 
 /// Creates links of one type.
 pub trait LinkOps: 'static {
@@ -19,9 +23,37 @@ pub trait LinkOps: 'static {
     /// `rdma-link-<type>` so that `rdma link add` loads it.
     const TYPE: &'static CStr;
 
+    /// What every new link may use, owned by the [`LinkRegistration`] (e.g. a debugfs root).
+    type Context: Send + Sync;
+
+    /// Where `newlink` finds the context: the C callback carries none.
+    const CONTEXT: &'static LinkContext<Self::Context>;
+
     /// Creates a device called `name` over `netdev`. Runs in process context without `RTNL`,
     /// with the caller's `CAP_NET_ADMIN` checked; may sleep.
-    fn newlink(name: &CStr, netdev: &NetDevice) -> Result;
+    fn newlink(ctx: &Self::Context, name: &CStr, netdev: &NetDevice) -> Result;
+}
+
+/// The slot, in a `static` of the driver, through which `newlink` reaches the context of the
+/// registration of its link type.
+///
+/// # Invariants
+///
+/// Non-NULL only between the registration of the type and its unregistration, and then it
+/// points to the context pinned in that [`LinkRegistration`].
+pub struct LinkContext<C>(AtomicPtr<C>);
+
+impl<C> LinkContext<C> {
+    /// An empty slot.
+    pub const fn new() -> Self {
+        Self(AtomicPtr::new(ptr::null_mut()))
+    }
+}
+
+impl<C> Default for LinkContext<C> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A registered link type.
@@ -32,22 +64,37 @@ pub trait LinkOps: 'static {
 #[pin_data(PinnedDrop)]
 pub struct LinkRegistration<T: LinkOps> {
     #[pin]
+    ctx: T::Context,
+    #[pin]
     ops: Opaque<bindings::rdma_link_ops>,
     _t: PhantomData<T>,
 }
 
-// SAFETY: The core only touches `ops` under its own `link_ops_rwsem`.
+// SAFETY: The core only touches `ops` under its own `link_ops_rwsem`; `ctx` is `Send`.
 unsafe impl<T: LinkOps> Send for LinkRegistration<T> {}
 
-// SAFETY: `&LinkRegistration` exposes nothing.
+// SAFETY: `&LinkRegistration` exposes `&T::Context` only, which is `Sync`.
 unsafe impl<T: LinkOps> Sync for LinkRegistration<T> {}
 
 impl<T: LinkOps> LinkRegistration<T> {
-    /// Registers the link type. A type that is already registered is refused with `EEXIST`,
-    /// after the core's warning.
-    pub fn register() -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            ops <- Opaque::try_ffi_init(|slot: *mut bindings::rdma_link_ops| {
+    /// Registers the link type, with `ctx` for its `newlink`. A type that is already
+    /// registered is refused with `EEXIST`: by this module (its slot is taken), or by the
+    /// core, after its warning (another module has the type).
+    pub fn register(ctx: impl PinInit<T::Context, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            ctx <- ctx,
+            ops <- Opaque::try_ffi_init(move |slot: *mut bindings::rdma_link_ops| {
+                // SAFETY: `ctx` is initialised (fields initialise in order) and pinned in `Self`.
+                let ctx = unsafe { &raw mut (*this.as_ptr()).ctx };
+                // A second registration of the type finds the slot taken; the slot keeps
+                // pointing to the first one's context.
+                if T::CONTEXT
+                    .0
+                    .compare_exchange(ptr::null_mut(), ctx, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
+                    return Err(EEXIST);
+                }
                 // SAFETY: `slot` is valid for writes and pinned in `Self`; `TYPE` is static.
                 unsafe {
                     slot.write(bindings::rdma_link_ops {
@@ -63,12 +110,18 @@ impl<T: LinkOps> LinkRegistration<T> {
                 // before `rdma_link_register` returns, and a linked `next` is never NULL again
                 // (a concurrent registration may change it, hence the volatile read).
                 if unsafe { core::ptr::read_volatile(&raw const (*slot).list.next) }.is_null() {
+                    T::CONTEXT.0.store(ptr::null_mut(), Ordering::Release);
                     return Err(EEXIST);
                 }
                 Ok(())
             }),
             _t: PhantomData,
         })
+    }
+
+    /// The context every `newlink` gets.
+    pub fn context(&self) -> &T::Context {
+        &self.ctx
     }
 
     /// # Safety
@@ -80,7 +133,12 @@ impl<T: LinkOps> LinkRegistration<T> {
             // registered `ndev` held by `dev_get_by_name` until its `dev_put` after we return
             // (this function's `# Safety`); neither reference outlives this closure.
             let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::from_raw(ndev)) };
-            T::newlink(name, ndev)?;
+            let ctx = T::CONTEXT.0.load(Ordering::Acquire);
+            // SAFETY: The core calls `newlink` only while the type is registered, and
+            // unregistration waits for it (`link_ops_rwsem`); until then the slot points to the
+            // registration's pinned context (type invariant of `LinkContext`).
+            let ctx = unsafe { ctx.as_ref() }.ok_or(ENODEV)?;
+            T::newlink(ctx, name, ndev)?;
             Ok(0)
         })
     }
@@ -91,5 +149,7 @@ impl<T: LinkOps> PinnedDrop for LinkRegistration<T> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: By the type invariant `ops` is registered; this waits for running `newlink`s.
         unsafe { bindings::rdma_link_unregister(self.ops.get()) };
+        // No `newlink` runs any more: the context may go.
+        T::CONTEXT.0.store(ptr::null_mut(), Ordering::Release);
     }
 }

@@ -334,7 +334,7 @@ impl AttrMask {
     pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
     /// Peer QP number.
     pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
-    /// Rate limit (unsupported).
+    /// Send rate limit.
     pub const RATE_LIMIT: u32 = bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT;
 
     /// Whether any of `bits` is set.
@@ -387,6 +387,8 @@ pub struct QpAttr {
     pub retry_cnt: u8,
     /// RNR retries (7: infinite).
     pub rnr_retry: u8,
+    /// Send rate limit in kb/s (`IB_QP_RATE_LIMIT`); 0: none.
+    pub rate_limit: u32,
 }
 
 impl QpAttr {
@@ -433,6 +435,7 @@ impl QpAttr {
             TIMEOUT => timeout = timeout,
             RETRY_CNT => retry_cnt = retry_cnt,
             RNR_RETRY => rnr_retry = rnr_retry,
+            RATE_LIMIT => rate_limit = rate_limit,
         );
         Ok(out)
     }
@@ -457,6 +460,7 @@ impl QpAttr {
         a.timeout = self.timeout;
         a.retry_cnt = self.retry_cnt;
         a.rnr_retry = self.rnr_retry;
+        a.rate_limit = self.rate_limit;
     }
 
     /// Takes the fields of `new` that `mask` names.
@@ -486,6 +490,7 @@ impl QpAttr {
             SQ_PSN => sq_psn,
             MAX_DEST_RD_ATOMIC => max_dest_rd_atomic,
             DEST_QPN => dest_qp_num,
+            RATE_LIMIT => rate_limit,
         );
     }
 }

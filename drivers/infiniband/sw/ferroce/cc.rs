@@ -8,7 +8,7 @@
 //! CE-marked packet for an RC or UC QP is answered with a CNP to its sender, at most one per QP
 //! per `np_min_time_between_cnps`; a CNP for a QP cuts that QP's DCQCN rate, at which its
 //! requester then paces its packets: each gets a departure time (EDT, which `fq` honours), and
-//! the requester schedules at most [`PACE_HORIZON_NS`] ahead.
+//! the requester schedules a few packets ahead at most ([`PACE_HORIZON_NS`]).
 
 use crate::{
     counters::{Counter, Counters},
@@ -24,54 +24,133 @@ use crate::{
     qp::{QpInner, QpShared},
     recv::Packet,
 };
+use core::{
+    fmt,
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
+};
 use kernel::{
+    debugfs::{Dir, Scope},
     prelude::*,
     rdma::qp::{Qp, QpType},
     time::{Delta, Instant, Monotonic},
+    uaccess::UserSliceReader,
 };
 
 /// The rate ceiling when `rp_max_rate` is 0, Mb/s: a soft device has no line rate of its own.
 pub(crate) const LINE_MBPS: u32 = 100_000;
 
-/// A device's congestion control, fixed when the device is created.
+/// One parameter, as its debugfs file sets it.
+struct Knob {
+    /// Its index in [`CcParams::INFO`].
+    index: usize,
+    value: AtomicU32,
+}
+
+impl Knob {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.value.load(Ordering::Relaxed))
+    }
+
+    /// A value out of the parameter's range is refused with `EINVAL`, never clamped.
+    fn store(&self, r: &mut UserSliceReader) -> Result {
+        let v = read_u32(r)?;
+        let info = &CcParams::INFO[self.index];
+        if !info.accepts(v) {
+            pr_warn!(
+                "ferroce: {}={v} refused: out of range ({}..={})\n",
+                info.name,
+                info.min,
+                info.max
+            );
+            return Err(EINVAL);
+        }
+        self.value.store(v, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The switch, as its debugfs file sets it: 1 on, 0 off.
+struct Switch(AtomicBool);
+
+impl Switch {
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", u32::from(self.0.load(Ordering::Relaxed)))
+    }
+
+    fn store(&self, r: &mut UserSliceReader) -> Result {
+        let on = match read_u32(r)? {
+            0 => false,
+            1 => true,
+            v => {
+                pr_warn!("ferroce: cc_enable={v} refused: 0 or 1\n");
+                return Err(EINVAL);
+            }
+        };
+        self.0.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A decimal number written to a debugfs file.
+fn read_u32(r: &mut UserSliceReader) -> Result<u32> {
+    let mut buf = [0u8; 16];
+    let n = r.len();
+    let buf = buf.get_mut(..n).ok_or(EINVAL)?;
+    r.read_slice(buf)?;
+    let text = core::str::from_utf8(buf).map_err(|_| EINVAL)?;
+    text.trim().parse().map_err(|_| EINVAL)
+}
+
+/// What a device's debugfs directory sets: `cc_enable` and `cc_params/<mlx5 name>`.
+struct Settings {
+    enabled: Switch,
+    params: [Knob; CcParams::COUNT],
+}
+
+/// A device's congestion control: its switch and parameters, which the module parameters set
+/// when the device is created and its debugfs files at any time after. Each packet reads them
+/// afresh; a change applies from the next packet on.
 pub(crate) struct Cc {
-    enabled: bool,
-    params: CcParams,
+    settings: Pin<KBox<Scope<Settings>>>,
     /// The origin of the clock the DCQCN arithmetic reads.
     epoch: Instant<Monotonic>,
 }
 
 impl Cc {
-    /// From the module parameters; `EINVAL` (and a log line) for a value out of its range.
-    pub(crate) fn from_module_params() -> Result<Self> {
-        let mut params = CcParams::DEFAULT;
-        let given = [
-            (
-                "np_min_time_between_cnps",
-                crate::module_parameters::np_min_time_between_cnps.value(),
-            ),
-            ("rp_ai_rate", crate::module_parameters::rp_ai_rate.value()),
-        ];
-        for (name, value) in given {
-            let i = CcParams::INFO
-                .iter()
-                .position(|p| p.name == name)
-                .ok_or(EINVAL)?;
-            if params.set(i, value).is_err() {
-                let info = &CcParams::INFO[i];
-                pr_warn!(
-                    "ferroce: {name}={value} is out of range ({}..={})\n",
-                    info.min,
-                    info.max
-                );
-                return Err(EINVAL);
+    /// From the module parameters, with its files in `dir`/`name` (`EINVAL`, and a log line,
+    /// for a module parameter out of its range).
+    pub(crate) fn new(dir: &Dir, name: &CStr) -> Result<Self> {
+        let initial = from_module_params()?;
+        let settings = Settings {
+            enabled: Switch(AtomicBool::new(crate::module_parameters::cc.value())),
+            params: core::array::from_fn(|index| Knob {
+                index,
+                value: AtomicU32::new(initial.get(index).unwrap_or_default()),
+            }),
+        };
+        let files = dir.scope(Ok::<_, Error>(settings), name, |s: &Settings, dir| {
+            dir.read_write_callback_file(c"cc_enable", &s.enabled, &Switch::show, &Switch::store);
+            let params = dir.dir(c"cc_params");
+            for knob in &s.params {
+                let name = CcParams::INFO[knob.index].c_name;
+                params.read_write_callback_file(name, knob, &Knob::show, &Knob::store);
             }
-        }
+        });
         Ok(Self {
-            enabled: crate::module_parameters::cc.value(),
-            params,
+            settings: KBox::pin_init(files, GFP_KERNEL)?,
             epoch: Instant::now(),
         })
+    }
+
+    /// Whether congestion control is on.
+    pub(crate) fn enabled(&self) -> bool {
+        self.settings.enabled.0.load(Ordering::Relaxed)
+    }
+
+    /// The parameters as they are now.
+    fn params(&self) -> CcParams {
+        let knobs = &self.settings.params;
+        CcParams::from_fn(|i| knobs[i].value.load(Ordering::Relaxed))
     }
 
     /// Nanoseconds on the device's clock.
@@ -89,12 +168,41 @@ impl Cc {
     /// `path` as an RC or UC QP's packets take it: ECN-capable while congestion control is
     /// on, and never with an ECN field of the address vector's own.
     pub(crate) fn mark(&self, path: Path) -> Path {
-        if !self.enabled {
+        if !self.enabled() {
             return unmarked(path);
         }
         let tclass = dcqcn::ect(path.tclass());
         path.with_tclass(tclass)
     }
+}
+
+/// The parameters the module parameters give: `EINVAL` (and a log line) for a value out of
+/// its range.
+fn from_module_params() -> Result<CcParams> {
+    let mut params = CcParams::DEFAULT;
+    let given = [
+        (
+            "np_min_time_between_cnps",
+            crate::module_parameters::np_min_time_between_cnps.value(),
+        ),
+        ("rp_ai_rate", crate::module_parameters::rp_ai_rate.value()),
+    ];
+    for (name, value) in given {
+        let i = CcParams::INFO
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or(EINVAL)?;
+        if params.set(i, value).is_err() {
+            let info = &CcParams::INFO[i];
+            pr_warn!(
+                "ferroce: {name}={value} is out of range ({}..={})\n",
+                info.min,
+                info.max
+            );
+            return Err(EINVAL);
+        }
+    }
+    Ok(params)
 }
 
 /// `path` as packets that do not react to congestion take it (UD: neither CNPs nor pacing
@@ -104,14 +212,19 @@ pub(crate) fn unmarked(path: Path) -> Path {
     path.with_tclass(tclass)
 }
 
-/// How far ahead of now a QP schedules its packets, in ns. Past it, while its last packet has
-/// not left yet, the QP waits: for the ACK that packet asked for (RC requests) or for its
-/// timer, armed for when the next may go (see [`crate::rc_comp::wake_paced`]). What waits in
-/// the qdisc stays short, and far from the ACK timeout. Without a qdisc that honours departure
-/// times, this alone paces, in bursts of about this long.
-const PACE_HORIZON_NS: u64 = 500_000;
-/// Packets a QP schedules ahead at most: `fq` drops a flow's packets past 100.
-const PACE_AHEAD_PKTS: u64 = 64;
+/// How far ahead of now a QP schedules its packets, in ns: [`PACE_BURST_PKTS`] packets' time,
+/// within these bounds. Past it, the QP waits: for the ACK its last packet asked for (RC
+/// requests) or for its timer, armed for when the next may go (see
+/// [`crate::rc_comp::wake_paced`]). Each wait costs a timer's round and an ACK, so a slow QP
+/// waits once per few packets; what waits in the qdisc stays short, and far from the ACK
+/// timeout. Without a qdisc that honours departure times, this alone paces, in bursts of
+/// about this long.
+const PACE_HORIZON_NS: core::ops::RangeInclusive<u64> = 500_000..=2_000_000;
+/// Packets a QP schedules ahead, where [`PACE_HORIZON_NS`] allows.
+const PACE_BURST_PKTS: u64 = 8;
+/// Packets a QP schedules ahead at most, and as many again when it catches up: `fq` drops a
+/// flow's packets past 100.
+const PACE_AHEAD_PKTS: u64 = 32;
 
 /// When a packet may leave.
 pub(crate) enum Pace {
@@ -148,7 +261,7 @@ impl QpCc {
     pub(crate) const fn new() -> Self {
         Self {
             gate: CnpGate::new(),
-            rate: Dcqcn::new(&CcParams::DEFAULT),
+            rate: Dcqcn::new(),
             last: 0,
             next: 0,
             wake: None,
@@ -156,37 +269,61 @@ impl QpCc {
         }
     }
 
-    /// When a packet of `wire_len` bytes (from the IP header) may leave, at the QP's rate.
-    pub(crate) fn pace(&mut self, cc: &Cc, wire_len: usize) -> Pace {
+    /// When a packet of `wire_len` bytes (from the IP header) may leave, at the QP's rate: the
+    /// lower of its DCQCN rate (while congestion control is on) and `limit_kbps`
+    /// (`IB_QP_RATE_LIMIT`; 0: none).
+    pub(crate) fn pace(&mut self, cc: &Cc, limit_kbps: u32, wire_len: usize) -> Pace {
+        let dcqcn = cc.enabled() && self.rate.rate().is_some();
         // Unlimited (nearly always): no clock read per packet. Any `next` before now starts
         // the next limited stretch now.
-        if !cc.enabled || self.rate.rate().is_none() {
+        if !dcqcn && limit_kbps == 0 {
             self.next = 0;
             return Pace::Now;
         }
         let now = cc.now();
-        self.rate.advance(now, &cc.params, LINE_MBPS);
-        let Some(mbps) = self.rate.rate() else {
+        let params = dcqcn.then(|| cc.params());
+        let mut kbps = u64::from(limit_kbps);
+        if let Some(p) = &params {
+            self.rate.advance(now, p, LINE_MBPS);
+            if let Some(mbps) = self.rate.rate() {
+                let mbps = u64::from(mbps.max(1)) * 1000;
+                kbps = if kbps == 0 { mbps } else { kbps.min(mbps) };
+            }
+        }
+        if kbps == 0 {
             self.next = 0;
             return Pace::Now;
-        };
+        }
         let bytes = wire_len as u64;
-        // Bits over Mb/s is microseconds.
-        let len = (bytes * 8 * 1000).div_ceil(u64::from(mbps.max(1)));
-        let horizon = PACE_HORIZON_NS.min(len * PACE_AHEAD_PKTS);
-        let start = self.next.max(now);
-        if self.last > now && start > now + horizon {
-            // Either holds no longer by then.
-            self.wake = Some(cc.at(self.last.min(start - horizon)));
+        // Bits over kb/s is milliseconds.
+        let len = (bytes * 8 * 1_000_000).div_ceil(kbps);
+        let horizon = (len * PACE_BURST_PKTS)
+            .clamp(*PACE_HORIZON_NS.start(), *PACE_HORIZON_NS.end())
+            .min(len * PACE_AHEAD_PKTS);
+        // A QP back later than its next packet was due (a timer's or a worker's latency)
+        // catches up by one horizon at most: its rate over time stays the one set.
+        let start = self.next.max(now.saturating_sub(horizon));
+        if start > now + horizon {
+            // However long a packet's time (a low rate, a large MTU), it waits in the qdisc one
+            // horizon at most: far less than the ACK timeout.
+            self.wake = Some(cc.at(start - horizon));
             return Pace::Wait;
         }
         self.last = start;
         self.next = start + len;
-        self.rate.on_sent(bytes, &cc.params, LINE_MBPS);
+        if let Some(p) = &params {
+            self.rate.on_sent(bytes, p, LINE_MBPS);
+        }
         Pace::At {
             depart: cc.at(start),
-            ask_ack: start > now && self.next > now + horizon,
+            // Also when this one leaves late: no packet that is to wait goes without it.
+            ask_ack: self.next > now + horizon,
         }
+    }
+
+    /// Whether the pacer holds the QP's next packet back: it has its wake-up.
+    pub(crate) fn holds_back(&self) -> bool {
+        self.wake.is_some() || self.wake_at.is_some()
     }
 
     /// When the QP's work is to come back after a [`Pace::Wait`], once.
@@ -207,18 +344,19 @@ pub(crate) fn on_ce(
 ) {
     counters.inc(Counter::NpEcnMarked);
     let cc = &qp.device().data().cc;
-    if !cc.enabled || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
+    if !cc.enabled() || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
         return;
     }
     let Some(path) = inner.path(qp.qpn()) else {
         return;
     };
-    if !inner.cc.gate.allow(cc.now(), &cc.params) {
+    let params = cc.params();
+    if !inner.cc.gate.allow(cc.now(), &params) {
         return;
     }
     let mut bth = Bth::new(Opcode::Cnp as u8, inner.attr.dest_qp_num, Psn::default());
     bth.becn = true;
-    let path = path.with_tclass(dcqcn::cnp_tclass(&cc.params));
+    let path = path.with_tclass(dcqcn::cnp_tclass(&params));
     if let Ok(Ok(())) = shared.with_path(qp, path, |x| x.send(&bth, &ExtHeaders::default(), &[])) {
         counters.inc(Counter::NpCnpSent);
     }
@@ -234,13 +372,13 @@ pub(crate) fn on_cnp(
     counters: &Counters,
 ) {
     let cc = &qp.device().data().cc;
-    if !cc.enabled
+    if !cc.enabled()
         || !matches!(shared.qp_type(), QpType::Rc | QpType::Uc)
         || !inner.attr.state.can_send()
     {
         counters.inc(Counter::RpCnpIgnored);
         return;
     }
-    inner.cc.rate.on_cnp(cc.now(), &cc.params, LINE_MBPS);
+    inner.cc.rate.on_cnp(cc.now(), &cc.params(), LINE_MBPS);
     counters.inc(Counter::RpCnpHandled);
 }

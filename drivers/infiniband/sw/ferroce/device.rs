@@ -15,6 +15,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
+    debugfs::Dir,
     net::{
         netdevice::{LinkType, NetDevice},
         notifier::{NetdevEvent, NetdevNotifierHandler},
@@ -27,7 +28,7 @@ use kernel::{
         },
         cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceOptions},
-        link::LinkOps,
+        link::{LinkContext, LinkOps},
         mr::{MrKeys, MrRequest},
         ops::Driver,
         pd::Pd,
@@ -298,10 +299,28 @@ impl Drop for NewlinkGuard {
     }
 }
 
+/// What the module gives every device it creates.
+pub(crate) struct Links {
+    /// `ferroce/` in debugfs: a directory per device.
+    debugfs: Dir,
+}
+
+impl Links {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        Ok::<_, Error>(Self {
+            debugfs: Dir::new(c"ferroce"),
+        })
+    }
+}
+
+static LINKS: LinkContext<Links> = LinkContext::new();
+
 impl LinkOps for Ferroce {
     const TYPE: &'static CStr = c"rxe";
+    type Context = Links;
+    const CONTEXT: &'static LinkContext<Links> = &LINKS;
 
-    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+    fn newlink(links: &Links, name: &CStr, netdev: &NetDevice) -> Result {
         if netdev.is_vlan() {
             pr_warn!(
                 "{}: refusing VLAN device {}: add the link on its real device\n",
@@ -350,7 +369,7 @@ impl LinkOps for Ferroce {
             qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
             netdev: netdev.into(),
-            cc: Cc::from_module_params()?,
+            cc: Cc::new(&links.debugfs, name)?,
             _ports: PortsUse::get(netdev)?,
         };
         let opts = DeviceOptions {

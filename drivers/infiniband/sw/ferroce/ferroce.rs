@@ -53,7 +53,7 @@ module! {
     params: {
         cc: bool {
             default: true,
-            description: "ECN congestion control (ECT marking, CNPs, DCQCN) on devices created from now on",
+            description: "ECN congestion control (ECT marking, CNPs, DCQCN) of new devices; then debugfs ferroce/<dev>/cc_enable",
         },
         np_min_time_between_cnps: u32 {
             default: 4,
@@ -90,7 +90,7 @@ impl kernel::InPlaceModule for FerroceModule {
             sockets <- PernetRegistration::register(),
             notifier <- NetdevNotifier::register(),
             devices: DriverDevices::new(),
-            link <- LinkRegistration::register(),
+            link <- LinkRegistration::register(device::Links::new()),
         })
     }
 }

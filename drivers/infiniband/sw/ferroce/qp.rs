@@ -807,6 +807,10 @@ impl FerroceQp {
         if !transition_ok(cur, next, this.qp_type, mask) {
             return Err(EINVAL);
         }
+        // Only RC and UC requesters are paced.
+        if mask.has(AttrMask::RATE_LIMIT) && !matches!(this.qp_type, QpType::Rc | QpType::Uc) {
+            return Err(EOPNOTSUPP);
+        }
         check_attr(new, mask)?;
         inner.attr.update(new, mask);
         inner.attr.state = next;
@@ -885,6 +889,11 @@ impl FerroceQp {
     }
 }
 
+/// The send rates `IB_QP_RATE_LIMIT` takes, kb/s (0 lifts the limit): from DCQCN's floor
+/// (1 Mb/s) to the rate it takes for a line ([`crate::cc::LINE_MBPS`]).
+pub(crate) const RATE_LIMIT_KBPS: core::ops::RangeInclusive<u32> =
+    1000..=crate::cc::LINE_MBPS * 1000;
+
 /// Checks what the state table does not: values in range for this device.
 fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
     let lim = &limits::DEVICE_LIMITS;
@@ -899,7 +908,8 @@ fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
         || (mask.has(AttrMask::DEST_QPN) && a.dest_qp_num >= QPN_LIMIT)
         // ferroce speaks RoCE v2 only: the source GID must be a UDP one.
         || (mask.has(AttrMask::AV) && !a.ah.roce_v2)
-        || mask.has(AttrMask::ALT_PATH | AttrMask::RATE_LIMIT);
+        || (mask.has(AttrMask::RATE_LIMIT) && a.rate_limit != 0 && !RATE_LIMIT_KBPS.contains(&a.rate_limit))
+        || mask.has(AttrMask::ALT_PATH);
     if bad {
         Err(EINVAL)
     } else {

@@ -263,8 +263,11 @@ pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner
             rc_comp::complete(qp, shared, inner);
         }
     }
-    // No deadline: the timer is idle, or armed for the pacer only.
-    if inner.req.due.is_none() && inner.req.flight.iter().any(|s| s.entry.pending()) {
+    // No deadline: the timer is idle, or armed for the pacer only. It is for packets sent and
+    // unanswered, and for packets the stack refused (the timer tries again); not for those the
+    // pacer holds back, whose time at a low rate may be longer than the ACK timeout.
+    let stalled = inner.req.win.unsent() && !inner.cc.holds_back();
+    if inner.req.due.is_none() && (inner.req.win.awaits_answer() || stalled) {
         rc_comp::arm_ack(shared, inner);
     }
     rc_comp::wake_paced(shared, inner);
@@ -326,8 +329,9 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
             send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
             let res = send_packet(qp, shared, &attr, xmit, &req.win, pace, sent, i);
-            // UC is unreliable: a packet the stack refused is a packet lost.
-            res.or_else(|e| if uc { Ok(()) } else { Err(e) })
+            // UC is unreliable: a packet the stack refused is a packet lost. One the pacer
+            // holds back is sent later.
+            res.or_else(|e| if uc && e != EAGAIN { Ok(()) } else { Err(e) })
                 .map(|()| sent.entry.first().add(i + 1))
         };
         match res {
@@ -424,7 +428,7 @@ fn send_packet(
     };
     let psn = sent.entry.first().add(i);
     let wire_len = xmit.wire_len(op as u8, n).ok_or(EINVAL)?;
-    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, wire_len) {
+    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, attr.rate_limit, wire_len) {
         Pace::Now => (None, false),
         Pace::At { depart, ask_ack } => (Some(depart), ask_ack),
         Pace::Wait => return Err(EAGAIN),

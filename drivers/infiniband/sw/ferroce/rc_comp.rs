@@ -86,9 +86,15 @@ pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
 }
 
 /// The peer made progress: the ACK timeout starts over. The armed timer is left alone (cheap
-/// per packet): when it fires it finds the new deadline and waits the rest.
+/// per packet): when it fires it finds the new deadline and waits the rest. With everything
+/// sent answered there is no deadline until more goes out ([`crate::rc::pump`] arms it):
+/// a paced QP's next packet may be further away than the ACK timeout.
 fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
     if inner.req.rnr_wait {
+        return;
+    }
+    if !inner.req.win.awaits_answer() {
+        stop_timer(shared, inner);
         return;
     }
     // An armed timer fires no later than the deadline it was armed for, or the pacer's.

@@ -10,7 +10,10 @@
 # with fq under netem (departure times kept) and without (the pacer's horizon and timer), with
 # no ACK timeout.
 # With it off (`modprobe rdma_rxe cc=0`): nothing leaves ECN-capable, nothing is marked, no
-# CNP is sent.
+# CNP is sent. At run time, through debugfs (ferroce/<dev>/cc_enable, cc_params/<mlx5 name>):
+# every parameter with NVIDIA's default, out-of-range values refused (EINVAL) and nothing
+# changed, the switch turned off and on, the additive increase lowered for the rate test, and
+# parameters under which the arithmetic predicts the paced rate exactly.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -23,11 +26,11 @@ CNP_GAP_US=2000
 
 ktap_print_header
 require rdma ip ss tc tcpdump ib_write_bw timeout
-ktap_set_plan 9
+ktap_set_plan 13
 
 # setup MODPROBE_ARGS...: fresh namespaces and devices, fer0 in A, fer1 in B. perftest's TCP
 # exchange takes a second veth (10.75.0.x): netem on the first drops whatever is not
-# ECN-capable, TCP's handshake and ARP among it (B knows A's address for good).
+# ECN-capable, TCP's handshake and ARP among it (A and B know each other's address for good).
 setup() {
 	ns_cleanup
 	modprobe rdma_rxe "$@" || ktap_exit_fail_msg "modprobe rdma_rxe $*"
@@ -36,7 +39,9 @@ setup() {
 		ip -n "$A" addr add 10.75.0.1/24 dev vc && ip -n "$B" addr add 10.75.0.2/24 dev vd &&
 		ip -n "$A" link set vc up && ip -n "$B" link set vd up &&
 		ip -n "$B" neigh replace 10.74.0.1 dev vb nud permanent \
-			lladdr "$(ip -n "$A" -br link show va | awk '{print $3}')" ||
+			lladdr "$(ip -n "$A" -br link show va | awk '{print $3}')" &&
+		ip -n "$A" neigh replace 10.74.0.2 dev va nud permanent \
+			lladdr "$(ip -n "$B" -br link show vb | awk '{print $3}')" ||
 		ktap_exit_fail_msg "cannot set up the side veth"
 }
 
@@ -102,6 +107,53 @@ mark() {
 setup np_min_time_between_cnps=$CNP_GAP_US
 ktap_test_result "congestion control on: data packets leave ECT(0)" ecn_seen 0x2
 
+# mlx5's cc_params and NVIDIA's defaults; np_min_time_between_cnps as loaded.
+DEFAULTS="rp_dce_tcp_g=1019 rp_dce_tcp_rtt=1 rp_initial_alpha_value=1023
+	rp_rate_to_set_on_first_cnp=0 rp_min_dec_fac=50 rp_min_rate=1 rp_max_rate=0 rp_gd=11
+	rp_rate_reduce_monitor_period=4 rp_time_reset=300 rp_byte_reset=32767 rp_threshold=1
+	rp_ai_rate=5 rp_hai_rate=50 rp_clamp_tgt_rate=0 rp_clamp_tgt_rate_ati=1
+	np_min_time_between_cnps=$CNP_GAP_US np_cnp_dscp=48"
+knobs() {
+	local kv n=0 got
+	for kv in $DEFAULTS; do
+		got=$(cat "$(cc_file fer1 "cc_params/${kv%=*}")") || return 1
+		[ "$got" = "${kv#*=}" ] || { echo "# ${kv%=*}: $got, want ${kv#*=}"; return 1; }
+		n=$((n + 1))
+	done
+	echo "# $n parameters, cc_enable $(cat "$(cc_file fer1 cc_enable)")"
+	[ "$n" -eq 18 ] && [ "$(ls "$(cc_file fer1 cc_params)" | wc -l)" -eq 18 ] &&
+		[ "$(cat "$(cc_file fer1 cc_enable)")" = 1 ]
+}
+ktap_test_result "debugfs: every DCQCN parameter under its mlx5 name, with its default" knobs
+
+# refused FILE VALUE: writing VALUE fails (EINVAL) and leaves FILE as it was.
+refused() {
+	local f before err
+	f=$(cc_file fer1 "$1") before=$(cat "$f")
+	err=$( (echo "$2" >"$f") 2>&1) && { echo "# $1=$2 accepted"; return 1; }
+	case "$err" in *"Invalid argument"*) ;; *) echo "# $1=$2: $err"; return 1 ;; esac
+	[ "$(cat "$f")" = "$before" ]
+}
+bad_values() {
+	refused cc_params/rp_min_dec_fac 0 && refused cc_params/rp_min_dec_fac 101 &&
+		refused cc_params/rp_gd 16 && refused cc_params/np_cnp_dscp 64 &&
+		refused cc_params/rp_ai_rate 0 && refused cc_params/rp_ai_rate abc &&
+		refused cc_params/rp_time_reset 131072 && refused cc_enable 2 || return 1
+	# In range: taken, and read back.
+	echo 80 >"$(cc_file fer1 cc_params/rp_min_dec_fac)" &&
+		[ "$(cat "$(cc_file fer1 cc_params/rp_min_dec_fac)")" = 80 ] &&
+		echo 50 >"$(cc_file fer1 cc_params/rp_min_dec_fac)"
+}
+ktap_test_result "debugfs: out-of-range values are refused (EINVAL), nothing changes" bad_values
+
+switched_off() {
+	echo 0 >"$(cc_file fer1 cc_enable)" || return 1
+	ecn_seen 0x0 || return 1
+	echo 1 >"$(cc_file fer1 cc_enable)" && ecn_seen 0x2
+}
+ktap_test_result "debugfs: cc_enable 0 at run time, packets leave not ECN-capable; 1, ECT(0) again" \
+	switched_off
+
 mark
 
 marked_writes() {
@@ -134,8 +186,10 @@ ktap_test_result "no retry ran out" no_retry_ran_out
 # before the next: the rate settles where R / 2^(n+1) = n x 1 Mb/s, with n = 300 us per packet
 # time, about 15 Mb/s for MTU 1024, well under what the requester sends unhindered (30 to 40
 # Mb/s on make check's debug kernel under TCG, 300 on make bench's). Asserted: under 60% of
-# the unmarked rate.
-setup rp_ai_rate=1
+# the unmarked rate. The additive increase is set at run time, on both devices.
+setup
+echo 1 >"$(cc_file fer0 cc_params/rp_ai_rate)" && echo 1 >"$(cc_file fer1 cc_params/rp_ai_rate)" ||
+	ktap_exit_fail_msg "cannot set rp_ai_rate"
 plain=$(rate)
 echo "# unmarked: $plain Gb/s"
 slowed() {
@@ -143,16 +197,6 @@ slowed() {
 	r=$(rate)
 	echo "# marked: $r Gb/s, unmarked: $plain Gb/s"
 	[ -n "$r" ] && [ -n "$plain" ] && awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r > 0 && r < p * 0.6)}'
-}
-# no_timeout: no ACK timer fired on either side (a paced QP that waited without a wake-up
-# would be brought back by its ACK timeout only).
-no_timeout() {
-	local d n
-	for d in fer0 fer1; do
-		for n in completer_retry_err retry_exceeded_err; do
-			[ "$(counter "$d" "$n")" -eq 0 ] || { echo "# $d $n $(counter "$d" "$n")"; return 1; }
-		done
-	done
 }
 mark
 ktap_test_result "the requester's rate falls under CNPs (fq keeps the departure times)" slowed
@@ -163,6 +207,24 @@ tc -n "$B" qdisc del dev vb root && tc -n "$B" qdisc add dev vb root netem loss 
 	ktap_exit_fail_msg "netem ecn without fq on vb"
 ktap_test_result "the requester's rate falls under CNPs (without fq)" slowed
 ktap_test_result "no ACK timeout while paced without fq" no_timeout
+
+# The rate the arithmetic predicts, exactly: the first CNP sets the rate to
+# rp_rate_to_set_on_first_cnp, rp_clamp_tgt_rate keeps the target at the rate, rp_min_dec_fac
+# 100 makes every cut nothing, and with the timer step at its longest (131 ms) and the byte
+# step at 2 MiB, the CNP each marked packet brings restarts both counters before any step:
+# the QP sends at 12 Mb/s, 11.5 Mb/s of payload at MTU 1024 (44 bytes of headers per packet).
+predicted() {
+	local kv r
+	for kv in rp_rate_to_set_on_first_cnp=12 rp_clamp_tgt_rate=1 rp_min_dec_fac=100 \
+		rp_time_reset=131071; do
+		echo "${kv#*=}" >"$(cc_file fer1 "cc_params/${kv%=*}")" || return 1
+	done
+	r=$(rate)
+	echo "# marked, predicted 12 Mb/s on the wire: $r Gb/s of payload, 0.0115 expected"
+	[ -n "$r" ] && awk -v r="$r" 'BEGIN {p = 0.012 * 1024 / 1068; exit !(r > p * 0.9 && r < p * 1.1)}'
+}
+mark
+ktap_test_result "the paced rate is the one the DCQCN arithmetic predicts, within 10%" predicted
 
 setup cc=0
 ktap_test_result "congestion control off: data packets leave not ECN-capable" ecn_seen 0x0

@@ -81,6 +81,13 @@ gid_index() {
 	return 1
 }
 
+# cc_file DEV NAME: the path of DEV's congestion-control setting NAME in debugfs (cc_enable, or
+# cc_params/<mlx5 name>), debugfs mounted if it was not.
+cc_file() {
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	echo "/sys/kernel/debug/ferroce/$1/$2"
+}
+
 # counter DEV NAME: what `rdma statistic` shows for NAME on DEV port 1.
 counter() {
 	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'
@@ -104,6 +111,17 @@ retransmits() {
 		done
 	done
 	echo "$sum"
+}
+
+# no_timeout: no ACK timer fired on fer0 or fer1 (a paced QP that waited without a wake-up
+# would be brought back by its ACK timeout only).
+no_timeout() {
+	local d n
+	for d in fer0 fer1; do
+		for n in completer_retry_err retry_exceeded_err; do
+			[ "$(counter "$d" "$n")" -eq 0 ] || { echo "# $d $n $(counter "$d" "$n")"; return 1; }
+		done
+	done
 }
 
 # wait_port NS PORT: true once a server in NS listens on TCP PORT (within 10 s).

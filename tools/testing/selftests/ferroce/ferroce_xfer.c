@@ -20,7 +20,10 @@
  * 4.096 us << CODE; default 14, 67 ms), --start-on FILE (with the QP ready, start the transfer
  * once FILE exists), --hold FILE (after the transfer and its report, keep the QP until FILE
  * exists): a test sets up and reads counters around a transfer while its QPs are there. Each
- * waits 120 s at most.
+ * waits 120 s at most. --rate-limit KBPS[,KBPS2]: the QP's IB_QP_RATE_LIMIT once it is ready to
+ * send, and KBPS2 from the second half of the batches on (librxe has no
+ * ibv_modify_qp_rate_limit, so it goes as the kernel's extended MODIFY_QP command, written to
+ * the context's command file; an error is printed and exits 3).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -28,6 +31,7 @@
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
+#include <rdma/ib_user_verbs.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -59,10 +63,11 @@ static struct {
 	int window;
 	uint64_t seed;
 	bool allow_loss;
+	long rate_limit, rate_limit2;
 } opt = {
 	.port = 18600, .mtu = 1024, .timeout = 60, .ack_timeout = 14, .tp = RC, .op = OP_SEND,
 	.sizes = { 4096 }, .nsizes = 1, .messages = 100, .corrupt = -1, .window = 16,
-	.seed = 0x5eed,
+	.seed = 0x5eed, .rate_limit = -1, .rate_limit2 = -1,
 };
 
 static void die(const char *fmt, ...)
@@ -333,6 +338,29 @@ static void setup(struct ctx *c)
 	memcpy(c->self.gid, gid.raw, 16);
 }
 
+/* IB_QP_RATE_LIMIT through the uverbs write interface: the extended MODIFY_QP command. */
+static void set_rate_limit(struct ibv_qp *qp, uint32_t kbps)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_ex_cmd_hdr ex;
+		struct ib_uverbs_ex_modify_qp cmd;
+	} req = { 0 };
+	struct ib_uverbs_ex_modify_qp_resp resp = { 0 };
+
+	req.hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_MODIFY_QP;
+	req.hdr.in_words = sizeof(req.cmd) / 8;
+	req.hdr.out_words = sizeof(resp) / 8;
+	req.ex.response = (uintptr_t)&resp;
+	req.cmd.base.qp_handle = qp->handle;
+	req.cmd.base.attr_mask = IBV_QP_RATE_LIMIT;
+	req.cmd.rate_limit = kbps;
+	if (write(qp->context->cmd_fd, &req, sizeof(req)) != sizeof(req)) {
+		fprintf(stderr, "ferroce_xfer: rate limit %u kb/s: %s\n", kbps, strerror(errno));
+		exit(3);
+	}
+}
+
 static void connect_qp(struct ctx *c)
 {
 	struct ibv_ah_attr ah = {
@@ -350,6 +378,8 @@ static void connect_qp(struct ctx *c)
 		a.sq_psn = c->self.psn;
 		if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
 			die("RTS: %s", strerror(errno));
+		if (opt.rate_limit >= 0)
+			set_rate_limit(c->qp, opt.rate_limit);
 		c->ah = ibv_create_ah(c->pd, &ah);
 		if (!c->ah)
 			die("cannot create an AH: %s", strerror(errno));
@@ -376,6 +406,8 @@ static void connect_qp(struct ctx *c)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	if (ibv_modify_qp(c->qp, &a, mask))
 		die("RTS: %s", strerror(errno));
+	if (opt.rate_limit >= 0)
+		set_rate_limit(c->qp, opt.rate_limit);
 }
 
 /*
@@ -498,6 +530,8 @@ static void post_op(struct ctx *c, long m)
 
 static long delivered, lost;
 static uint64_t bytes;
+/* When the last message was delivered (checked): the receiver's measure of a transfer. */
+static double last_delivery;
 
 /* Initiator: posts a batch, waits for its send completions. READs are checked here. */
 static void client_batch(struct ctx *c, long first, long n, double deadline)
@@ -519,6 +553,7 @@ static void client_batch(struct ctx *c, long first, long n, double deadline)
 						       msg_size(wc[i].wr_id), true)) {
 				delivered++;
 				bytes += msg_size(wc[i].wr_id);
+				last_delivery = now();
 			}
 		}
 	}
@@ -576,6 +611,7 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 					if (check(slot_of(c, w), w, msg_size(w), true)) {
 						delivered++;
 						bytes += msg_size(w);
+						last_delivery = now();
 					}
 				}
 				got += m - from + 1;
@@ -588,6 +624,7 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 			if (check(at, m, len, true)) {
 				delivered++;
 				bytes += len;
+				last_delivery = now();
 			}
 			got++;
 			/* The slot is checked: only now may it take another message. */
@@ -615,7 +652,7 @@ static void usage(void)
 	die("usage: ferroce_xfer -d DEV -g GID_INDEX [-t rc|uc|ud] [-o send|write|read] "
 	    "[-s SIZE[,SIZE..]] [-n MESSAGES] [-w WINDOW] [-m MTU] [-p PORT] [--seed N] "
 	    "[--corrupt N] [--allow-loss] [--timeout S] [--ack-timeout CODE] [--start-on FILE] "
-	    "[--hold FILE] [SERVER]");
+	    "[--hold FILE] [--rate-limit KBPS[,KBPS2]] [SERVER]");
 }
 
 static void parse(int argc, char **argv)
@@ -624,7 +661,7 @@ static void parse(int argc, char **argv)
 		{ "seed", 1, NULL, 'S' }, { "corrupt", 1, NULL, 'C' },
 		{ "allow-loss", 0, NULL, 'L' }, { "timeout", 1, NULL, 'T' },
 		{ "ack-timeout", 1, NULL, 'A' }, { "start-on", 1, NULL, 'W' },
-		{ "hold", 1, NULL, 'H' }, { 0 },
+		{ "hold", 1, NULL, 'H' }, { "rate-limit", 1, NULL, 'R' }, { 0 },
 	};
 	int ch;
 
@@ -657,6 +694,14 @@ static void parse(int argc, char **argv)
 		case 'A': opt.ack_timeout = atoi(optarg); break;
 		case 'W': opt.start_on = optarg; break;
 		case 'H': opt.hold = optarg; break;
+		case 'R': {
+			char *end;
+
+			opt.rate_limit = strtol(optarg, &end, 0);
+			if (*end == ',')
+				opt.rate_limit2 = strtol(end + 1, NULL, 0);
+			break;
+		}
 		default: usage();
 		}
 	}
@@ -703,6 +748,8 @@ int main(int argc, char **argv)
 		double deadline = now() + opt.timeout;
 
 		if (initiator) {
+			if (opt.rate_limit2 >= 0 && first == opt.messages / opt.window / 2 * opt.window)
+				set_rate_limit(c.qp, opt.rate_limit2);
 			await(c.fd, 'B');
 			client_batch(&c, first, n, deadline);
 			if (opt.tp != RC && opt.op != OP_READ)
@@ -728,9 +775,11 @@ int main(int argc, char **argv)
 
 	if (counts) {
 		printf("ferroce_xfer: %s %s, %ld messages: %ld byte-exact (%llu bytes), %ld lost, "
-		       "%ld bad, %.2f s\n", opt.tp == RC ? "rc" : opt.tp == UC ? "uc" : "ud",
+		       "%ld bad, %.2f s, the last delivered at %.3f s\n",
+		       opt.tp == RC ? "rc" : opt.tp == UC ? "uc" : "ud",
 		       opt.op == OP_SEND ? "send" : opt.op == OP_WRITE ? "write" : "read",
-		       opt.messages, delivered, (unsigned long long)bytes, lost, mismatches, secs);
+		       opt.messages, delivered, (unsigned long long)bytes, lost, mismatches, secs,
+		       delivered ? last_delivery - t0 : 0);
 	} else {
 		printf("ferroce_xfer: sent %ld messages in %.2f s\n", opt.messages, secs);
 	}

@@ -25,9 +25,18 @@ const MAX_STEPS: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ParamInfo {
     pub(crate) name: &'static str,
+    /// `name` for C: a debugfs file's.
+    pub(crate) c_name: &'static core::ffi::CStr,
     pub(crate) default: u32,
     pub(crate) min: u32,
     pub(crate) max: u32,
+}
+
+impl ParamInfo {
+    /// Whether `v` is within the parameter's range.
+    pub(crate) const fn accepts(&self, v: u32) -> bool {
+        v >= self.min && v <= self.max
+    }
 }
 
 macro_rules! params {
@@ -43,6 +52,12 @@ macro_rules! params {
             pub(crate) const INFO: &'static [ParamInfo] = &[
                 $(ParamInfo {
                     name: stringify!($field),
+                    c_name: match core::ffi::CStr::from_bytes_with_nul(
+                        concat!(stringify!($field), "\0").as_bytes(),
+                    ) {
+                        Ok(c) => c,
+                        Err(_) => panic!("a parameter name with a NUL"),
+                    },
                     default: $default,
                     min: $min,
                     max: $max,
@@ -52,8 +67,22 @@ macro_rules! params {
             /// NVIDIA's defaults.
             pub(crate) const DEFAULT: Self = Self { $($field: $default,)* };
 
+            /// How many parameters there are.
+            pub(crate) const COUNT: usize = Self::INFO.len();
+
+            /// Parameter `i` of [`CcParams::INFO`] is `value(i)`, unchecked: for values that
+            /// went through [`CcParams::set`] once.
+            pub(crate) fn from_fn(mut value: impl FnMut(usize) -> u32) -> Self {
+                let mut n = 0;
+                Self {
+                    $($field: {
+                        n += 1;
+                        value(n - 1)
+                    },)*
+                }
+            }
+
             /// The value of parameter `i` of [`CcParams::INFO`].
-            #[cfg(ferroce_host)]
             pub(crate) fn get(&self, i: usize) -> Option<u32> {
                 let mut n = 0;
                 $(
@@ -70,7 +99,7 @@ macro_rules! params {
             /// never clamped.
             pub(crate) fn set(&mut self, i: usize, v: u32) -> Result<(), ParamError> {
                 let info = Self::INFO.get(i).ok_or(ParamError::NoSuchParam)?;
-                if v < info.min || v > info.max {
+                if !info.accepts(v) {
                     return Err(ParamError::OutOfRange);
                 }
                 let mut n = 0;
@@ -240,13 +269,13 @@ pub(crate) struct Dcqcn {
 }
 
 impl Dcqcn {
-    /// A QP that has had no CNP: at the line rate.
-    pub(crate) const fn new(p: &CcParams) -> Self {
+    /// A QP that has had no CNP: at the line rate. Its `alpha` is set by the first CNP.
+    pub(crate) const fn new() -> Self {
         Self {
             limited: false,
             rc: 0,
             rt: 0,
-            alpha: p.rp_initial_alpha_value,
+            alpha: 0,
             alpha_at: None,
             cut_at: None,
             timer_at: 0,
@@ -278,6 +307,10 @@ impl Dcqcn {
     /// A CNP for this QP arrived at `now`.
     pub(crate) fn on_cnp(&mut self, now: u64, p: &CcParams, line_mbps: u32) -> CnpEffect {
         let max = p.max_rate(line_mbps);
+        if self.alpha_at.is_none() {
+            // The first CNP: `alpha` starts where the parameters say now.
+            self.alpha = p.rp_initial_alpha_value;
+        }
         self.advance(now, p, line_mbps);
         self.decay_alpha(now, p);
         if !self.limited {
@@ -397,6 +430,22 @@ mod tests {
     const P: CcParams = CcParams::DEFAULT;
 
     #[test]
+    fn parameters_by_index_round_trip() {
+        let mut p = P;
+        for (i, info) in CcParams::INFO.iter().enumerate() {
+            assert_eq!(info.c_name.to_bytes(), info.name.as_bytes());
+            assert!(info.accepts(info.default) && info.accepts(info.min) && info.accepts(info.max));
+            assert_eq!(p.set(i, info.max), Ok(()), "{}", info.name);
+        }
+        assert_eq!(CcParams::COUNT, 18);
+        let q = CcParams::from_fn(|i| p.get(i).unwrap());
+        assert_eq!(q, p);
+        assert_eq!(CcParams::from_fn(|i| CcParams::INFO[i].default), P);
+        p.rp_gd = 7;
+        assert_ne!(CcParams::from_fn(|i| q.get(i).unwrap()), p);
+    }
+
+    #[test]
     fn defaults_are_nvidias_and_bad_values_are_refused() {
         let mut p = P;
         let i = CcParams::INFO
@@ -466,7 +515,7 @@ mod tests {
 
     #[test]
     fn a_first_cnp_cuts_the_line_rate_by_alpha_over_two() {
-        let mut d = Dcqcn::new(&P);
+        let mut d = Dcqcn::new();
         assert_eq!(d.rate(), None);
         assert_eq!(d.on_cnp(0, &P, LINE), CnpEffect::Cut);
         // alpha 1023/1024: the cut is 10000 * 1023 >> 11 = 4995, within the 50% floor.
@@ -477,10 +526,26 @@ mod tests {
     }
 
     #[test]
+    fn the_first_cnp_takes_the_initial_alpha_of_the_parameters_then() {
+        let mut p = P;
+        let mut d = Dcqcn::new();
+        // Set after the QP was created, before its first CNP: alpha 512/1024 cuts by a quarter.
+        p.rp_initial_alpha_value = 512;
+        d.on_cnp(0, &p, LINE);
+        assert_eq!(d.rate(), Some(7_500));
+        // alpha = 512 * 1019 / 1024 + 4 = 509 + 4; later CNPs go on from there.
+        assert_eq!(d.alpha(), 513);
+        p.rp_initial_alpha_value = 1023;
+        d.on_cnp(5, &p, LINE);
+        assert_eq!(d.rate(), Some(7_500), "within the monitor period");
+        assert_eq!(d.alpha(), 513 * 1019 / 1024 + 4);
+    }
+
+    #[test]
     fn the_cut_is_at_most_min_dec_fac_and_never_below_min_rate() {
         let mut p = P;
         p.rp_min_dec_fac = 80;
-        let mut d = Dcqcn::new(&p);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
         assert_eq!(d.rate(), Some(8_000), "a 20% cut at most");
         p.rp_min_dec_fac = 1;
@@ -494,7 +559,7 @@ mod tests {
 
     #[test]
     fn cnps_within_the_monitor_period_move_only_alpha() {
-        let mut d = Dcqcn::new(&P);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &P, LINE);
         let a = d.alpha();
         assert_eq!(d.on_cnp(3_999, &P, LINE), CnpEffect::AlphaOnly);
@@ -508,7 +573,7 @@ mod tests {
 
     #[test]
     fn alpha_decays_by_g_each_period_without_cnps() {
-        let mut d = Dcqcn::new(&P);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &P, LINE);
         assert_eq!(d.alpha(), 1022);
         d.advance(1_000, &P, LINE);
@@ -525,7 +590,7 @@ mod tests {
         let mut p = P;
         p.rp_threshold = 2;
         p.rp_byte_reset = 1;
-        let mut d = Dcqcn::new(&p);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
         let (rc, rt) = (d.rate().unwrap(), d.target().unwrap());
         assert_eq!((rc, rt), (5_005, 10_000));
@@ -552,7 +617,7 @@ mod tests {
         p.rp_threshold = 1;
         p.rp_byte_reset = 1;
         p.rp_clamp_tgt_rate = 1;
-        let mut d = Dcqcn::new(&p);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
         // Clamped: rt = rc before the cut.
         assert_eq!(d.target(), Some(10_000));
@@ -576,7 +641,7 @@ mod tests {
         let mut p = P;
         p.rp_rate_to_set_on_first_cnp = 2_000;
         p.rp_max_rate = 8_000;
-        let mut d = Dcqcn::new(&p);
+        let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
         assert_eq!(d.rate(), Some(2_000 - (2_000 * 1023 >> 11)));
         assert_eq!(d.target(), Some(8_000));
@@ -605,7 +670,7 @@ mod tests {
             }
             let line = 1 + (rng(&mut seed) % 100_000) as u32;
             let max = p.max_rate(line);
-            let mut d = Dcqcn::new(&p);
+            let mut d = Dcqcn::new();
             let mut now = 0u64;
             for _ in 0..500 {
                 now += rng(&mut seed) % 400_000;

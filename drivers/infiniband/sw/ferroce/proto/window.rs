@@ -364,6 +364,12 @@ impl Window {
         self.nxt != self.end
     }
 
+    /// Whether a packet that went out is still unanswered: what the ACK timer waits for.
+    /// Packets not sent yet (a paced QP's) need no timer.
+    pub(crate) fn awaits_answer(&self) -> bool {
+        self.una != self.sent_end
+    }
+
     /// Everything before `next` went out.
     pub(crate) fn sent(&mut self, next: Psn) {
         if next.diff(self.nxt) > 0 && next.diff(self.end) <= 0 {
@@ -609,6 +615,24 @@ mod tests {
 
     fn psn(p: u32) -> Psn {
         Psn::new(p)
+    }
+
+    #[test]
+    fn only_what_went_out_awaits_an_answer() {
+        let mut w = Window::starting_at(psn(0xff_fffe));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(4), 4)];
+        assert!(w.unsent() && !w.awaits_answer(), "assigned, not sent");
+        w.sent(psn(0));
+        assert!(w.unsent() && w.awaits_answer());
+        w.ack(&mut e, psn(0xff_ffff));
+        assert!(
+            w.unsent() && !w.awaits_answer(),
+            "all that went out is answered"
+        );
+        w.sent(w.end());
+        assert!(!w.unsent() && w.awaits_answer());
+        w.ack(&mut e, psn(1));
+        assert!(!w.awaits_answer() && e[0].finished());
     }
 
     #[test]
