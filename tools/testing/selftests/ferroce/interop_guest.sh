@@ -5,7 +5,11 @@
 # network): this guest runs DRIVER (c-rxe or ferroce) on the NIC with MAC, the peer the other.
 # Each test has a server on one side and a client on the other; the sides take turns, so both
 # directions run. Tests marked "v6" use the IPv6 GIDs (fd72::<last IPv4 octet>; the tools'
-# out-of-band exchange stays on IPv4). "xfer" is ferroce_xfer, which checks every byte. Prints
+# out-of-band exchange stays on IPv4). Tests marked "ce" run with the C rxe's RoCE packets ECN-capable
+# (--tclass=2) and CE-marked on its way out (fq_codel, ce_threshold 0): ferroce answers the
+# marked requests with CNPs, which the C rxe, without congestion control, must drop harmlessly;
+# the ferroce side counts them where the C rxe is the requester. "xfer" is ferroce_xfer, which
+# checks every byte. Prints
 # KTAP for this side, then the kernel log check's result lines (FERROCE_LOG_CHECK names
 # scripts/kernel-log-check.sh); the host needs both sides.
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
@@ -34,6 +38,8 @@ TESTS=(
 	"v6 ib_write_bw -s 65536 -n 200 -F"
 	"v6 rping -C 100 -V"
 	"v6 rping -C 100 -V"
+	"ce ib_write_bw -s 65536 -n 200 -F --tclass=2"
+	"ce ib_write_bw -s 65536 -n 200 -F --tclass=2"
 	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
 	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
 	"xfer -t rc -o write -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
@@ -81,13 +87,27 @@ done
 for _ in $(seq 300); do ping -c1 -W1 "$peer" >/dev/null 2>&1 && break; done
 ping -c1 -W2 "$peer" >/dev/null 2>&1 || ktap_exit_fail_msg "peer $peer unreachable"
 
+# cnps_sent: how many CNPs this side's device sent.
+cnps_sent() {
+	rdma statistic show link r0/1 | awk '{for (i = 1; i < NF; i++) if ($i == "np_cnp_sent") print $(i + 1)}'
+}
+
 # run N TOOL ARGS...: this side's half of test N.
 run() {
-	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc g=$gid me=$self them=$peer
+	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc g=$gid me=$self them=$peer ce=0 cnps=0
 	shift 2
 	if [ "$tool" = v6 ]; then
 		g=$gid6 me=$self6 them=$peer6 tool=$1
 		shift
+	fi
+	if [ "$tool" = ce ]; then
+		ce=1 tool=$1
+		shift
+		if [ "$driver" = c-rxe ]; then
+			tc qdisc replace dev "$ifc" root fq_codel ce_threshold 0us || return 1
+		else
+			cnps=$(cnps_sent)
+		fi
 	fi
 	[[ $tool == ibv_* ]] && gopt=-g
 	if [ "$tool" = xfer ]; then
@@ -118,6 +138,14 @@ run() {
 		done
 	fi
 	echo "# $([ "$server" = 1 ] && echo server || echo client): $(basename "$tool") $* -> $rc"
+	if [ "$ce" = 1 ] && [ "$driver" = c-rxe ]; then
+		tc qdisc del dev "$ifc" root
+	elif [ "$ce" = 1 ]; then
+		cnps=$(($(cnps_sent) - cnps))
+		echo "#   $cnps CNPs sent to the C rxe"
+		# The C rxe's WRITEs come marked where it is the requester (ferroce serves).
+		[ "$server" = 1 ] && [ "$cnps" -eq 0 ] && rc=1
+	fi
 	awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print "#   " $0}' /tmp/interop.log | tail -1
 	grep -E "byte-exact|data mismatch" /tmp/interop.log | sed 's/^/#   /'
 	# rdma-core's pingpongs print this on a mismatch, and exit 0 all the same.
@@ -143,6 +171,7 @@ for i in "${!TESTS[@]}"; do
 	fi
 	name=${TESTS[$i]%% -*}
 	[[ $name == "v6 "* ]] && name="${name#v6 }-ipv6"
+	[[ $name == "ce "* ]] && name="${name#ce }-ce-marked"
 	[ "$name" = xfer ] && name=$(echo "${TESTS[$i]}" | awk '{print "xfer-" $3 "-" $5}')
 	ktap_test_result "$n: $name ($driver side)" run "$n" ${TESTS[$i]}
 done
