@@ -321,6 +321,11 @@ impl QpCc {
         }
     }
 
+    /// The next packet may go now: its time at the old rate no longer counts.
+    pub(crate) fn restart(&mut self) {
+        self.next = 0;
+    }
+
     /// Whether the pacer holds the QP's next packet back: it has its wake-up.
     pub(crate) fn holds_back(&self) -> bool {
         self.wake.is_some() || self.wake_at.is_some()

@@ -835,6 +835,15 @@ impl FerroceQp {
             // transition.
             let _ = this.flush(qp, &mut inner);
         }
+        // A new rate limit applies now, not when the pacer's wake-up for the old one comes.
+        let repace = mask.has(AttrMask::RATE_LIMIT) && next.can_send();
+        if repace {
+            inner.cc.restart();
+        }
+        drop(inner);
+        if repace {
+            this.kick();
+        }
         Ok(())
     }
 

@@ -201,11 +201,10 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     }
     let req = &mut inner.req;
     req.win.rewind(&mut req.flight);
+    // The pump arms the deadline for what it sends again (or could not send); what the pacer
+    // holds back gets none until it goes.
     if rc::pump(qp, shared, inner) {
         shared.kick();
-    }
-    if inner.req.due.is_none() {
-        arm_ack(shared, inner);
     }
 }
 

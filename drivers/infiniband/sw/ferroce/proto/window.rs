@@ -364,10 +364,11 @@ impl Window {
         self.nxt != self.end
     }
 
-    /// Whether a packet that went out is still unanswered: what the ACK timer waits for.
-    /// Packets not sent yet (a paced QP's) need no timer.
+    /// Whether a packet that went out (since the last go-back-N) is still unanswered: what
+    /// the ACK timer waits for. Packets not sent yet, or to be sent again (a paced QP's, held
+    /// back), need no timer until they go.
     pub(crate) fn awaits_answer(&self) -> bool {
-        self.una != self.sent_end
+        self.una != self.nxt
     }
 
     /// Everything before `next` went out.
@@ -633,6 +634,21 @@ mod tests {
         assert!(!w.unsent() && w.awaits_answer());
         w.ack(&mut e, psn(1));
         assert!(!w.awaits_answer() && e[0].finished());
+    }
+
+    #[test]
+    fn what_is_to_go_again_awaits_no_answer_until_it_goes() {
+        let (mut w, mut e) = sent(100, &[(Kind::Send, 4)]);
+        assert!(w.awaits_answer());
+        // A sequence NAK at 101: 101.. go again, from the pacer's time on.
+        w.nak(&mut e, psn(101));
+        assert!(w.unsent() && !w.awaits_answer());
+        w.sent(psn(102));
+        assert!(w.awaits_answer());
+        // A timeout: all from `una` go again.
+        w.timed_out();
+        w.rewind(&mut e);
+        assert!(w.unsent() && !w.awaits_answer());
     }
 
     #[test]
