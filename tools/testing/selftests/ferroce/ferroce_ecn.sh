@@ -212,16 +212,18 @@ ktap_test_result "no ACK timeout while paced without fq" no_timeout
 # rp_rate_to_set_on_first_cnp, rp_clamp_tgt_rate keeps the target at the rate, rp_min_dec_fac
 # 100 makes every cut nothing, and with the timer step at its longest (131 ms) and the byte
 # step at 2 MiB, the CNP each marked packet brings restarts both counters before any step:
-# the QP sends at 12 Mb/s, 11.5 Mb/s of payload at MTU 1024 (44 bytes of headers per packet).
+# the QP sends at 8 Mb/s, 7.67 Mb/s of payload at MTU 1024 (44 bytes of headers per packet);
+# well under what it sends unhindered here, with a CNP to handle per packet (12 Mb/s fell
+# 13% short once on make check's machine).
 predicted() {
 	local kv r
-	for kv in rp_rate_to_set_on_first_cnp=12 rp_clamp_tgt_rate=1 rp_min_dec_fac=100 \
+	for kv in rp_rate_to_set_on_first_cnp=8 rp_clamp_tgt_rate=1 rp_min_dec_fac=100 \
 		rp_time_reset=131071; do
 		echo "${kv#*=}" >"$(cc_file fer1 "cc_params/${kv%=*}")" || return 1
 	done
 	r=$(rate)
-	echo "# marked, predicted 12 Mb/s on the wire: $r Gb/s of payload, 0.0115 expected"
-	[ -n "$r" ] && awk -v r="$r" 'BEGIN {p = 0.012 * 1024 / 1068; exit !(r > p * 0.9 && r < p * 1.1)}'
+	echo "# marked, predicted 8 Mb/s on the wire: $r Gb/s of payload, 0.0077 expected"
+	[ -n "$r" ] && awk -v r="$r" 'BEGIN {p = 0.008 * 1024 / 1068; exit !(r > p * 0.9 && r < p * 1.1)}'
 }
 mark
 ktap_test_result "the paced rate is the one the DCQCN arithmetic predicts, within 10%" predicted

@@ -5,10 +5,11 @@
 # network): this guest runs DRIVER (c-rxe or ferroce) on the NIC with MAC, the peer the other.
 # Each test has a server on one side and a client on the other; the sides take turns, so both
 # directions run. Tests marked "v6" use the IPv6 GIDs (fd72::<last IPv4 octet>; the tools'
-# out-of-band exchange stays on IPv4). Tests marked "ce" run with the C rxe's RoCE packets ECN-capable
-# (--tclass=2) and CE-marked on its way out (fq_codel, ce_threshold 0): ferroce answers the
-# marked requests with CNPs, which the C rxe, without congestion control, must drop harmlessly;
-# the ferroce side counts them where the C rxe is the requester. "xfer" is ferroce_xfer, which
+# out-of-band exchange stays on IPv4). Tests marked "ce" run with --tclass=3: the C rxe puts the
+# traffic class in the IP header as given, so its packets arrive CE-marked, as a marking switch
+# would leave them (ferroce sends its own ECT(0)); ferroce answers the marked requests with
+# CNPs, which the C rxe, without congestion control, must drop harmlessly; the ferroce side
+# counts them where the C rxe is the requester. "xfer" is ferroce_xfer, which
 # checks every byte. Prints
 # KTAP for this side, then the kernel log check's result lines (FERROCE_LOG_CHECK names
 # scripts/kernel-log-check.sh); the host needs both sides.
@@ -38,8 +39,8 @@ TESTS=(
 	"v6 ib_write_bw -s 65536 -n 200 -F"
 	"v6 rping -C 100 -V"
 	"v6 rping -C 100 -V"
-	"ce ib_write_bw -s 65536 -n 200 -F --tclass=2"
-	"ce ib_write_bw -s 65536 -n 200 -F --tclass=2"
+	"ce ib_write_bw -s 65536 -n 200 -F --tclass=3"
+	"ce ib_write_bw -s 65536 -n 200 -F --tclass=3"
 	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
 	"xfer -t rc -o send -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
 	"xfer -t rc -o write -m 1024 -s 1,4097,65536,1048577 -n 16 -w 4"
@@ -103,11 +104,7 @@ run() {
 	if [ "$tool" = ce ]; then
 		ce=1 tool=$1
 		shift
-		if [ "$driver" = c-rxe ]; then
-			tc qdisc replace dev "$ifc" root fq_codel ce_threshold 0us || return 1
-		else
-			cnps=$(cnps_sent)
-		fi
+		[ "$driver" = ferroce ] && cnps=$(cnps_sent)
 	fi
 	[[ $tool == ibv_* ]] && gopt=-g
 	if [ "$tool" = xfer ]; then
@@ -138,9 +135,7 @@ run() {
 		done
 	fi
 	echo "# $([ "$server" = 1 ] && echo server || echo client): $(basename "$tool") $* -> $rc"
-	if [ "$ce" = 1 ] && [ "$driver" = c-rxe ]; then
-		tc qdisc del dev "$ifc" root
-	elif [ "$ce" = 1 ]; then
+	if [ "$ce" = 1 ] && [ "$driver" = ferroce ]; then
 		cnps=$(($(cnps_sent) - cnps))
 		echo "#   $cnps CNPs sent to the C rxe"
 		# The C rxe's WRITEs come marked where it is the requester (ferroce serves).
