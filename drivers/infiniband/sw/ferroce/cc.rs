@@ -16,7 +16,7 @@ use crate::{
     proto::{
         bth::Bth,
         build::Path,
-        dcqcn::{self, CcParams, CnpGate, Dcqcn},
+        dcqcn::{self, CcParams, CnpGate, Dcqcn, ParamInfo},
         opcode::{OpKind, Opcode},
         packet::ExtHeaders,
         psn::Psn,
@@ -56,13 +56,7 @@ impl Knob {
         let v = read_u32(r)?;
         let info = &CcParams::INFO[self.index];
         if !info.accepts(v) {
-            pr_warn!(
-                "ferroce: {}={v} refused: out of range ({}..={})\n",
-                info.name,
-                info.min,
-                info.max
-            );
-            return Err(EINVAL);
+            return Err(out_of_range(info, v));
         }
         self.value.store(v, Ordering::Relaxed);
         Ok(())
@@ -89,6 +83,17 @@ impl Switch {
         self.0.store(on, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// `v` for the parameter `info` is refused: a log line, and `EINVAL`.
+fn out_of_range(info: &ParamInfo, v: u32) -> Error {
+    pr_warn!(
+        "ferroce: {}={v} refused: out of range ({}..={})\n",
+        info.name,
+        info.min,
+        info.max
+    );
+    EINVAL
 }
 
 /// A decimal number written to a debugfs file.
@@ -193,13 +198,7 @@ fn from_module_params() -> Result<CcParams> {
             .position(|p| p.name == name)
             .ok_or(EINVAL)?;
         if params.set(i, value).is_err() {
-            let info = &CcParams::INFO[i];
-            pr_warn!(
-                "ferroce: {name}={value} is out of range ({}..={})\n",
-                info.min,
-                info.max
-            );
-            return Err(EINVAL);
+            return Err(out_of_range(&CcParams::INFO[i], value));
         }
     }
     Ok(params)
