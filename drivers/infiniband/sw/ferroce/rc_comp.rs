@@ -220,6 +220,9 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         if status == WcStatus::Success && sent.kind() == Kind::Send {
             qp.device().data().counters.inc(Counter::RdmaSends);
         }
+        // The slot is the producer's again before its completion shows: a process that posts
+        // on seeing it must find room (ibv_rc_pingpong's one-WR send queue does).
+        let _ = shared.sq.advance(&mut inner.sq_cons);
         let signaled = shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
         if signaled || status != WcStatus::Success {
             let mut c =
@@ -230,7 +233,6 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
             // A full CQ loses the completion: its consumer fell behind.
             let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
         }
-        let _ = shared.sq.advance(&mut inner.sq_cons);
         if status != WcStatus::Success {
             failed = true;
             break;
