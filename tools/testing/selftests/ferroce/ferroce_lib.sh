@@ -132,3 +132,41 @@ wait_port() {
 	done
 	return 1
 }
+
+# lossy_link LOSS ACK_LOSS: netem on va (in A) and vb (in B), each packet delayed 1 ms and 1%
+# reordered; LOSS% of the data packets lost, ACK_LOSS% of the RoCE ACKs and NAKs (BTH opcode
+# 0x11 at UDP 4791, after a 20-byte IP header), which go through a band of their own.
+# ibv_rc_pingpong wants ACK_LOSS 0: it ends without a handshake, each side destroying its QP
+# once its own last WR completed, so a lost last ACK leaves the peer resending to a QP that is
+# gone until its retries run out, on any RC implementation.
+lossy_link() {
+	local ns
+	for ns in "$A va" "$B vb"; do
+		set -- "$1" "$2" $ns
+		tc -n "$3" qdisc replace dev "$4" root handle 1: prio bands 2 \
+			priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
+			tc -n "$3" qdisc replace dev "$4" parent 1:1 handle 10: \
+				netem delay 1ms reorder 1% loss "$2%" &&
+			tc -n "$3" qdisc replace dev "$4" parent 1:2 handle 20: \
+				netem delay 1ms reorder 1% loss "$1%" &&
+			tc -n "$3" filter replace dev "$4" parent 1: protocol ip prio 1 handle 800::1 \
+				u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
+				match u8 0x11 0xff at 28 flowid 1:1 ||
+			ktap_exit_fail_msg "netem on $4"
+	done
+}
+
+# acks_banded NS DEV: the packets DEV sent through lossy_link's ACK band.
+acks_banded() {
+	tc -s -n "$1" qdisc show dev "$2" | awk '$1 == "qdisc" {band = ($3 == "10:")}
+		band && $1 == "Sent" {print $4; exit}'
+}
+
+# acks_spared A0 B0 MIN: va and vb each sent at least MIN packets through the ACK band since
+# acks_banded read A0 and B0 (the band matched the ACKs).
+acks_spared() {
+	local a b
+	a=$(($(acks_banded "$A" va) - $1)) b=$(($(acks_banded "$B" vb) - $2))
+	echo "# ACKs through their own band: $a from va, $b from vb"
+	[ "$a" -ge "$3" ] && [ "$b" -ge "$3" ]
+}
