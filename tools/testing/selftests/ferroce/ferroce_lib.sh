@@ -156,10 +156,10 @@ lossy_link() {
 	done
 }
 
-# acks_banded NS DEV: the packets DEV sent through lossy_link's ACK band.
+# acks_banded NS DEV: the packets DEV sent through lossy_link's ACK band (0 without one).
 acks_banded() {
 	tc -s -n "$1" qdisc show dev "$2" | awk '$1 == "qdisc" {band = ($3 == "10:")}
-		band && $1 == "Sent" {print $4; exit}'
+		band && $1 == "Sent" {n = $4; exit} END {print n + 0}'
 }
 
 # acks_spared A0 B0 MIN: va and vb each sent at least MIN packets through the ACK band since

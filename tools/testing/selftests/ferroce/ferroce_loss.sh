@@ -70,7 +70,7 @@ run() {
 }
 
 # pingpong: ibv_rc_pingpong completes, and each side's ACKs (at least one per message) went
-# through the ACK band, none lost.
+# through the lossless ACK band.
 pingpong() {
 	local a0 b0
 	lossy_link "$loss" 0
