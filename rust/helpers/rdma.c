@@ -34,3 +34,10 @@ __rust_helper int rust_helper_xa_insert(struct xarray *xa, unsigned long index, 
 {
 	return xa_insert(xa, index, entry, gfp);
 }
+
+#include <rdma/ib_verbs.h>
+
+__rust_helper bool rust_helper_rdma_protocol_roce(const struct ib_device *device, u32 port_num)
+{
+	return rdma_protocol_roce(device, port_num);
+}

@@ -248,6 +248,11 @@ pub mod driver_id {
 
     /// The soft-RoCE driver (`RDMA_DRIVER_RXE`).
     pub const RXE: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
+    /// The soft-iWARP driver (`RDMA_DRIVER_SIW`).
+    pub const SIW: u32 = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
+
+    /// The drivers that run in software, on any netdev: a port of theirs is no hardware's.
+    pub const SOFTWARE: [u32; 2] = [RXE, SIW];
 }
 
 /// Device capability flags (`IB_DEVICE_*`) for [`DeviceAttrs::device_cap_flags`].

@@ -222,6 +222,76 @@ unsafe impl<T: Driver> Send for Device<T> {}
 // SAFETY: As for `Send`; shared access only reads or goes through the core.
 unsafe impl<T: Driver> Sync for Device<T> {}
 
+/// A registered device of any provider, seen through the core: what a provider may learn of a
+/// device that is not its own (which netdev it serves, and how).
+///
+/// # Invariants
+///
+/// The pointer is a registered `ib_device` whose registration refcount we hold.
+pub struct OtherDevice(NonNull<bindings::ib_device>);
+
+impl OtherDevice {
+    /// Driver ids tried by [`Self::hardware_roce_on`]: `enum rdma_driver_id` has fewer.
+    const DRIVER_IDS: core::ops::RangeInclusive<u32> = 1..=63;
+
+    /// A device that runs RoCE in hardware on `netdev`: a port of it on `netdev` speaks RoCE
+    /// over an Ethernet link layer, and its driver id is not a software one
+    /// ([`driver_id::SOFTWARE`]). A driver that sets no driver id goes unseen; every in-tree
+    /// RoCE driver sets one.
+    ///
+    /// [`driver_id::SOFTWARE`]: super::attr::driver_id::SOFTWARE
+    pub fn hardware_roce_on(netdev: &NetDevice) -> Option<Self> {
+        // The core looks a netdev up for one driver id at a time, or for the first device of
+        // any: id by id, so a software device on the same netdev hides no hardware one.
+        Self::DRIVER_IDS
+            .filter(|id| !super::attr::driver_id::SOFTWARE.contains(id))
+            .filter_map(|id| {
+                // SAFETY: `netdev` is valid; the core returns a device with its registration
+                // refcount raised, or NULL.
+                let raw = unsafe { bindings::ib_device_get_by_netdev(netdev.as_raw(), id) };
+                // INVARIANT: A registered device whose reference the core took for us.
+                NonNull::new(raw).map(Self)
+            })
+            .find(|dev| dev.roce_on(netdev))
+    }
+
+    /// Whether a port of the device on `netdev` speaks RoCE over Ethernet.
+    fn roce_on(&self, netdev: &NetDevice) -> bool {
+        let raw = self.0.as_ptr();
+        let mut port = 0u32;
+        // SAFETY: By the type invariant `raw` is registered; `netdev` is valid; `port` is
+        // valid for writes.
+        if unsafe { bindings::ib_query_netdev_port(raw, netdev.as_raw(), &mut port) } != 0 {
+            return false;
+        }
+        // SAFETY: `raw` is registered and `port` is one of its ports (found above).
+        let roce = unsafe { bindings::rdma_protocol_roce(raw, port) };
+        // SAFETY: As above.
+        let ll = unsafe { bindings::rdma_port_get_link_layer(raw, port) };
+        roce && ll == bindings::rdma_link_layer::IB_LINK_LAYER_ETHERNET
+    }
+
+    /// The device's name, as `rdma dev` shows it.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: By the type invariant the device is registered: `name` is a NUL-terminated
+        // array that only changes under the core's rename lock and stays NUL-terminated.
+        unsafe { CStr::from_char_ptr((*self.0.as_ptr()).name.as_ptr()) }
+    }
+
+    /// The `enum rdma_driver_id` of its driver.
+    pub fn driver_id(&self) -> u32 {
+        // SAFETY: By the type invariant the device is registered; its ops are set for good.
+        unsafe { (*self.0.as_ptr()).ops.driver_id }
+    }
+}
+
+impl Drop for OtherDevice {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one registration reference.
+        unsafe { bindings::ib_device_put(self.0.as_ptr()) };
+    }
+}
+
 /// A registered device with its registration reference held (`ib_device_get_by_netdev`).
 ///
 /// While it exists the core does not finish unregistering the device, so the memory stays.
