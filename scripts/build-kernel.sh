@@ -76,6 +76,14 @@ make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$crxe" CONFIG_RDMA_RXE=m modul
 	|| { tail -n 20 "$build/rxe-c.log" >&2; die "C rxe build failed"; }
 [ -f "$crxe/rdma_rxe.ko" ] || die "C rxe's rdma_rxe.ko was not built"
 
+step "build the selftests' stand-in hardware RoCE device"
+standin="$build/roce-standin"
+mkdir -p "$standin"
+rsync -rlc "$tree/tools/testing/selftests/ferroce/roce_standin/" "$standin/"
+make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$standin" modules >"$build/roce-standin.log" 2>&1 \
+	|| { tail -n 20 "$build/roce-standin.log" >&2; die "roce_standin build failed"; }
+[ -f "$standin/roce_standin.ko" ] || die "roce_standin.ko was not built"
+
 echo "$build" >"$FERROCE_CACHE/current-build"
 echo "$tree" >"$FERROCE_CACHE/current-tree"
 # Keep one older build beside this one, for a quick switch back; drop the rest.

@@ -83,6 +83,8 @@ done
 kunit
 
 export FERROCE_C_RXE=$c_rxe
+# A stand-in for a hardware RoCE device (ferroce_hw.sh).
+export FERROCE_ROCE_STANDIN=$build/roce-standin/roce_standin.ko
 # The Makefile's TEST_PROGS (other scripts there are helpers, e.g. one side of the interop test);
 # scripts/expected-results says which must have run.
 # wanted SUITE SCRIPT: whether this run includes SCRIPT (make check-quick: only the groups

@@ -7,6 +7,7 @@ use crate::{
     cc::Cc,
     counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
+    hw::HwPolicy,
     limits,
     mr::{FerroceMr, MrTable},
     net::PortsUse,
@@ -15,7 +16,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    debugfs::Dir,
+    debugfs::{Dir, File},
     net::{
         netdevice::{LinkType, NetDevice},
         notifier::{NetdevEvent, NetdevNotifierHandler},
@@ -301,15 +302,22 @@ impl Drop for NewlinkGuard {
 
 /// What the module gives every device it creates.
 pub(crate) struct Links {
+    /// What to do on a netdev with hardware RoCE: `ferroce/hw_policy` in debugfs.
+    hw_policy: Pin<KBox<File<HwPolicy>>>,
     /// `ferroce/` in debugfs: a directory per device.
     debugfs: Dir,
 }
 
 impl Links {
     pub(crate) fn new() -> impl PinInit<Self, Error> {
-        Ok::<_, Error>(Self {
-            debugfs: Dir::new(c"ferroce"),
-        })
+        let debugfs = Dir::new(c"ferroce");
+        let hw_policy = debugfs.read_write_callback_file(
+            c"hw_policy",
+            Ok::<_, Error>(HwPolicy::from_module_param()),
+            &HwPolicy::show,
+            &HwPolicy::store,
+        );
+        KBox::pin_init(hw_policy, GFP_KERNEL).map(|hw_policy| Self { hw_policy, debugfs })
     }
 }
 
@@ -351,6 +359,7 @@ impl LinkOps for Ferroce {
             );
             return Err(EEXIST);
         }
+        links.hw_policy.admit(name, netdev)?;
         let guid = match netdev.mac_addr() {
             Some(mac) => eui64::from_mac(mac),
             // CAST: Interface indexes are positive.

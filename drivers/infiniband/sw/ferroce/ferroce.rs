@@ -18,6 +18,7 @@ mod cc;
 mod counters;
 mod cq;
 mod device;
+mod hw;
 mod kqp;
 mod limits;
 mod mr;
@@ -58,6 +59,10 @@ module! {
         np_min_time_between_cnps: u32 {
             default: 4,
             description: "Microseconds at least between two CNPs of one QP (0-131071)",
+        },
+        hw_force: bool {
+            default: false,
+            description: "Add devices also on netdevs whose RoCE a hardware RDMA device serves (default: refuse with EBUSY, naming it); then debugfs ferroce/hw_policy",
         },
         rp_ai_rate: u32 {
             default: 5,

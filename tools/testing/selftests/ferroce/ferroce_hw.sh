@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Hardware RoCE on the same netdev (issue 20). The test machine has no RoCE NIC, so
+# roce_standin.ko (built with the kernel, path in FERROCE_ROCE_STANDIN) registers an ib_device
+# with a hardware driver id (mlx5's) and a RoCE v2 port bound to a veth, as mlx5 or irdma bind
+# theirs. Under the default policy (defer) `rdma link add` on that netdev fails with EBUSY and
+# one log line naming the stand-in; a plain netdev beside it still gets a device; under force
+# (debugfs ferroce/hw_policy, or the module parameter hw_force) the device is added, with a
+# warning; a device of a software driver (siw's id) is no reason to step aside.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+STANDIN=${FERROCE_ROCE_STANDIN:-}
+
+cleanup() {
+	rdma link del fer0 2>/dev/null
+	rdma link del fer1 2>/dev/null
+	rmmod roce_standin 2>/dev/null
+	ip link del hwa 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+}
+trap cleanup EXIT
+
+ktap_print_header
+require rdma ip insmod rmmod dmesg
+[ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
+ktap_set_plan 9
+
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+POLICY=/sys/kernel/debug/ferroce/hw_policy
+ip link add hwa type veth peer name hwb || ktap_exit_fail_msg "cannot create veth"
+ip link set hwa up && ip link set hwb up
+modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+
+# log_since N: the kernel log after its first N lines.
+log_since() {
+	dmesg | tail -n +$(($1 + 1))
+}
+
+# standin [ARGS]: loads the stand-in on hwa; true once its device is registered.
+standin() {
+	rmmod roce_standin 2>/dev/null
+	insmod "$STANDIN" netdev=hwa "$@" && rdma dev show | grep -q 'roce_standin0'
+}
+
+# refused: rdma link add on hwa fails with EBUSY, naming the stand-in once in the log, and
+# leaves no device.
+refused() {
+	local n out
+	n=$(dmesg | wc -l)
+	if out=$(rdma link add fer0 type rxe netdev hwa 2>&1); then
+		echo "# added: $out"
+		return 1
+	fi
+	echo "# rdma: $out"
+	[[ "$out" == *"busy"* ]] || return 1
+	log_since "$n" | grep 'fer0' | sed 's/^/# /'
+	[ "$(log_since "$n" | grep -c 'fer0: not added: RoCE on hwa is served by hardware device roce_standin0')" -eq 1 ] &&
+		! [ -e /sys/class/infiniband/fer0 ]
+}
+
+# added_beside: rdma link add on hwa succeeds, with a warning naming the stand-in.
+added_beside() {
+	local n
+	n=$(dmesg | wc -l)
+	rdma link add fer0 type rxe netdev hwa || return 1
+	log_since "$n" | grep 'fer0' | sed 's/^/# /'
+	[ -e /sys/class/infiniband/fer0 ] &&
+		log_since "$n" | grep -q 'fer0: added on hwa beside hardware device roce_standin0' &&
+		rdma link del fer0
+}
+
+# policy_text: the policy file reads defer, refuses anything but defer or force, and still
+# reads defer.
+policy_text() {
+	[ "$(cat "$POLICY")" = defer ] || return 1
+	! echo sometimes >"$POLICY" 2>/dev/null && ! echo 1 >"$POLICY" 2>/dev/null &&
+		[ "$(cat "$POLICY")" = defer ]
+}
+
+# added DEV NETDEV: rdma link add makes DEV on NETDEV, which rdma link del removes again.
+added() {
+	rdma link add "$1" type rxe netdev "$2" && [ -e "/sys/class/infiniband/$1" ] &&
+		rdma link del "$1"
+}
+
+# software_standin: a stand-in with siw's driver id is software: defer adds the device.
+software_standin() {
+	standin driver_id=18 && dmesg | tail -n 5 | grep -q 'driver id 18' && added fer0 hwa
+}
+
+# forced_at_load: modprobe rdma_rxe hw_force=1 starts in force.
+forced_at_load() {
+	modprobe -r rdma_rxe && modprobe rdma_rxe hw_force=1 && [ "$(cat "$POLICY")" = force ]
+}
+
+# ktap_test_result runs its command unquoted: each check is one word.
+ktap_test_result "the stand-in registers a hardware RoCE device on hwa" standin
+ktap_test_result "defer (default): rdma link add on hwa fails with EBUSY, naming roce_standin0" refused
+ktap_test_result "defer: a plain netdev beside it (hwb) still gets a device" added fer1 hwb
+ktap_test_result "hw_policy reads defer and refuses anything but defer or force" policy_text
+echo force >"$POLICY"
+ktap_test_result "force: rdma link add on hwa succeeds, with a warning naming roce_standin0" added_beside
+echo defer >"$POLICY"
+ktap_test_result "defer again: refused again" refused
+ktap_test_result "a stand-in with siw's driver id is software: defer adds the device" software_standin
+rmmod roce_standin
+ktap_test_result "without the stand-in, hwa gets a device" added fer0 hwa
+ktap_test_result "the module parameter hw_force=1 starts in force" forced_at_load
+
+ktap_finished
