@@ -41,3 +41,8 @@ __rust_helper bool rust_helper_rdma_protocol_roce(const struct ib_device *device
 {
 	return rdma_protocol_roce(device, port_num);
 }
+
+__rust_helper bool rust_helper_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}

@@ -17,6 +17,7 @@
 
 pub mod ah;
 pub mod attr;
+pub mod client;
 pub mod cq;
 pub mod device;
 pub mod link;

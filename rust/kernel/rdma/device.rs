@@ -255,26 +255,77 @@ impl OtherDevice {
             .find(|dev| dev.roce_on(netdev))
     }
 
+    /// Takes a registration reference on `raw`, unless it is being unregistered.
+    ///
+    /// # Safety
+    ///
+    /// `raw` points to an `ib_device` that stays allocated for the call (the core is in a
+    /// client callback for it, say).
+    pub(crate) unsafe fn try_get(raw: *mut bindings::ib_device) -> Option<Self> {
+        let raw = NonNull::new(raw)?;
+        // SAFETY: Per the function's contract `raw` is allocated; the refcount is only raised
+        // if it is not zero (the device is registered).
+        let held = unsafe { bindings::ib_device_try_get(raw.as_ptr()) };
+        // INVARIANT: We hold a registration reference.
+        held.then_some(Self(raw))
+    }
+
     /// Whether a port of the device on `netdev` speaks RoCE over Ethernet.
     fn roce_on(&self, netdev: &NetDevice) -> bool {
-        let raw = self.0.as_ptr();
         let mut port = 0u32;
-        // SAFETY: By the type invariant `raw` is registered; `netdev` is valid; `port` is
+        // SAFETY: By the type invariant the device is registered; `netdev` is valid; `port` is
         // valid for writes.
-        if unsafe { bindings::ib_query_netdev_port(raw, netdev.as_raw(), &mut port) } != 0 {
-            return false;
-        }
-        // SAFETY: `raw` is registered and `port` is one of its ports (found above).
+        let found =
+            unsafe { bindings::ib_query_netdev_port(self.0.as_ptr(), netdev.as_raw(), &mut port) };
+        found == 0 && self.roce_port(port)
+    }
+
+    /// Whether `port` (one of the device's) speaks RoCE over an Ethernet link layer.
+    fn roce_port(&self, port: u32) -> bool {
+        let raw = self.0.as_ptr();
+        // SAFETY: By the type invariant `raw` is registered; `port` is one of its ports, so
+        // within `port_data`.
         let roce = unsafe { bindings::rdma_protocol_roce(raw, port) };
         // SAFETY: As above.
         let ll = unsafe { bindings::rdma_port_get_link_layer(raw, port) };
         roce && ll == bindings::rdma_link_layer::IB_LINK_LAYER_ETHERNET
     }
 
-    /// The device's name, as `rdma dev` shows it.
+    /// Whether its driver is not a software one ([`driver_id::SOFTWARE`]).
+    ///
+    /// [`driver_id::SOFTWARE`]: super::attr::driver_id::SOFTWARE
+    pub fn is_hardware(&self) -> bool {
+        !super::attr::driver_id::SOFTWARE.contains(&self.driver_id())
+    }
+
+    /// Calls `f` with each netdev on which the device runs RoCE in hardware: none for a
+    /// software driver's device.
+    pub fn for_each_hardware_roce_netdev(&self, mut f: impl FnMut(&NetDevice)) {
+        if !self.is_hardware() {
+            return;
+        }
+        // SAFETY: By the type invariant the device is registered: its port count is set.
+        let ports = unsafe { (*self.0.as_ptr()).phys_port_cnt };
+        for port in 1..=ports {
+            if !self.roce_port(port) {
+                continue;
+            }
+            // SAFETY: The device is registered and `port` is one of its ports; the core
+            // returns the netdev with a reference taken, or NULL.
+            let nd = unsafe { bindings::ib_device_get_netdev(self.0.as_ptr(), port) };
+            if let Some(nd) = NonNull::new(nd) {
+                // SAFETY: We own the reference the core took; `NetDevice` is transparent.
+                let nd = unsafe { ARef::from_raw(nd.cast::<NetDevice>()) };
+                f(&nd);
+            }
+        }
+    }
+
+    /// The device's name, as `rdma dev` shows it (for log lines: a rename meanwhile may show).
     pub fn name(&self) -> &CStr {
-        // SAFETY: By the type invariant the device is registered: `name` is a NUL-terminated
-        // array that only changes under the core's rename lock and stays NUL-terminated.
+        // SAFETY: The device stays allocated while we hold its reference (type invariant).
+        // `name` is an array that always holds a NUL: a rename (under the core's lock, which
+        // we do not take) writes a new NUL-terminated name into it, so a read stays in bounds.
         unsafe { CStr::from_char_ptr((*self.0.as_ptr()).name.as_ptr()) }
     }
 

@@ -7,7 +7,7 @@ use crate::{
     cc::Cc,
     counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
-    hw::HwPolicy,
+    hw::{HwPolicyFile, HW_POLICY},
     limits,
     mr::{FerroceMr, MrTable},
     net::PortsUse,
@@ -303,7 +303,7 @@ impl Drop for NewlinkGuard {
 /// What the module gives every device it creates.
 pub(crate) struct Links {
     /// What to do on a netdev with hardware RoCE: `ferroce/hw_policy` in debugfs.
-    hw_policy: Pin<KBox<File<HwPolicy>>>,
+    _hw_policy: Pin<KBox<File<HwPolicyFile>>>,
     /// `ferroce/` in debugfs: a directory per device.
     debugfs: Dir,
 }
@@ -313,11 +313,14 @@ impl Links {
         let debugfs = Dir::new(c"ferroce");
         let hw_policy = debugfs.read_write_callback_file(
             c"hw_policy",
-            Ok::<_, Error>(HwPolicy::from_module_param()),
-            &HwPolicy::show,
-            &HwPolicy::store,
+            Ok::<_, Error>(HwPolicyFile::new()),
+            &HwPolicyFile::show,
+            &HwPolicyFile::store,
         );
-        KBox::pin_init(hw_policy, GFP_KERNEL).map(|hw_policy| Self { hw_policy, debugfs })
+        KBox::pin_init(hw_policy, GFP_KERNEL).map(|_hw_policy| Self {
+            _hw_policy,
+            debugfs,
+        })
     }
 }
 
@@ -359,7 +362,7 @@ impl LinkOps for Ferroce {
             );
             return Err(EEXIST);
         }
-        links.hw_policy.admit(name, netdev)?;
+        HW_POLICY.admit(name, netdev)?;
         let guid = match netdev.mac_addr() {
             Some(mac) => eui64::from_mac(mac),
             // CAST: Interface indexes are positive.

@@ -9,7 +9,7 @@ use kernel::{
     crc::crc32_le,
     net::{namespace::PernetRegistration, notifier::NetdevNotifier},
     prelude::*,
-    rdma::{device::DriverDevices, link::LinkRegistration},
+    rdma::{client::ClientRegistration, device::DriverDevices, link::LinkRegistration},
 };
 
 mod abi;
@@ -71,11 +71,13 @@ module! {
     },
 }
 
-/// Module state. Fields drop in order: no new links, then every device goes, then the
-/// notifier (unregistering it replays events for every netdev, so no device may be left), then
-/// the per-namespace sockets.
+/// Module state. Fields drop in order: no more watching for hardware RoCE (it removes
+/// devices), no new links, then every device goes, then the notifier (unregistering it replays
+/// events for every netdev, so no device may be left), then the per-namespace sockets.
 #[pin_data(PinnedDrop)]
 struct FerroceModule {
+    #[pin]
+    hw_watch: ClientRegistration<hw::HwWatch>,
     #[pin]
     link: LinkRegistration<Ferroce>,
     devices: DriverDevices<Ferroce>,
@@ -96,6 +98,7 @@ impl kernel::InPlaceModule for FerroceModule {
             notifier <- NetdevNotifier::register(),
             devices: DriverDevices::new(),
             link <- LinkRegistration::register(device::Links::new()),
+            hw_watch <- ClientRegistration::register(),
         })
     }
 }

@@ -7,12 +7,16 @@
 # theirs. Under the default policy (defer) `rdma link add` on that netdev fails with EBUSY and
 # one log line naming the stand-in; a plain netdev beside it still gets a device; under force
 # (debugfs ferroce/hw_policy, or the module parameter hw_force) the device is added, with a
-# warning; a device of a software driver (siw's id) is no reason to step aside.
+# warning; a device of a software driver (siw's id) is no reason to step aside. A stand-in
+# that appears after ferroce's device removes it under defer (a process holding its rings
+# survives), and leaves it, with a warning, under force.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
 
 STANDIN=${FERROCE_ROCE_STANDIN:-}
+DIR="$(cd "$(dirname "$0")" && pwd)"
+HOLDER_OUT=/tmp/ferroce_hw_holder.out
 
 cleanup() {
 	rdma link del fer0 2>/dev/null
@@ -24,9 +28,9 @@ cleanup() {
 trap cleanup EXIT
 
 ktap_print_header
-require rdma ip insmod rmmod dmesg
+require rdma ip insmod rmmod dmesg python3
 [ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
-ktap_set_plan 9
+ktap_set_plan 12
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 POLICY=/sys/kernel/debug/ferroce/hw_policy
@@ -68,8 +72,8 @@ added_beside() {
 	rdma link add fer0 type rxe netdev hwa || return 1
 	log_since "$n" | grep 'fer0' | sed 's/^/# /'
 	[ -e /sys/class/infiniband/fer0 ] &&
-		log_since "$n" | grep -q 'fer0: added on hwa beside hardware device roce_standin0' &&
-		rdma link del fer0
+		log_since "$n" | grep -q 'fer0: adding on hwa beside hardware device roce_standin0' &&
+		rdma link del fer0 || { rdma link del fer0; return 1; }
 }
 
 # policy_text: the policy file reads defer, refuses anything but defer or force, and still
@@ -82,18 +86,57 @@ policy_text() {
 
 # added DEV NETDEV: rdma link add makes DEV on NETDEV, which rdma link del removes again.
 added() {
-	rdma link add "$1" type rxe netdev "$2" && [ -e "/sys/class/infiniband/$1" ] &&
-		rdma link del "$1"
+	rdma link add "$1" type rxe netdev "$2" || return 1
+	[ -e "/sys/class/infiniband/$1" ] && rdma link del "$1" || { rdma link del "$1"; return 1; }
 }
 
 # software_standin: a stand-in with siw's driver id is software: defer adds the device.
 software_standin() {
-	standin driver_id=18 && dmesg | tail -n 5 | grep -q 'driver id 18' && added fer0 hwa
+	local n
+	n=$(dmesg | wc -l)
+	standin driver_id=18 && log_since "$n" | grep -q 'roce_standin0 serves RoCE on hwa (driver id 18)' &&
+		added fer0 hwa
 }
 
-# forced_at_load: modprobe rdma_rxe hw_force=1 starts in force.
+# forced_at_load: modprobe rdma_rxe hw_force=1 starts in force, and adds a device beside the
+# stand-in.
 forced_at_load() {
-	modprobe -r rdma_rxe && modprobe rdma_rxe hw_force=1 && [ "$(cat "$POLICY")" = force ]
+	modprobe -r rdma_rxe && modprobe rdma_rxe hw_force=1 && [ "$(cat "$POLICY")" = force ] &&
+		standin && added_beside
+}
+
+# taken_over: fer0 on hwa, held by a process (rings, MR, QP), when the stand-in appears:
+# under defer fer0 goes, with a log line naming the stand-in, and the process survives.
+taken_over() {
+	local n i rc
+	rmmod roce_standin 2>/dev/null
+	rdma link add fer0 type rxe netdev hwa || return 1
+	coproc HOLDER { python3 "$DIR/ferroce_holder.py" fer0 >"$HOLDER_OUT" 2>&1; }
+	for i in $(seq 100); do grep -q ready "$HOLDER_OUT" && break; sleep 0.1; done
+	grep -q ready "$HOLDER_OUT" || { sed 's/^/# /' "$HOLDER_OUT"; return 1; }
+	n=$(dmesg | wc -l)
+	standin || return 1
+	for i in $(seq 50); do [ -e /sys/class/infiniband/fer0 ] || break; sleep 0.2; done
+	echo >&"${HOLDER[1]}"
+	wait "$HOLDER_PID"
+	rc=$?
+	sed 's/^/# /' "$HOLDER_OUT"
+	log_since "$n" | grep 'fer0' | sed 's/^/# /'
+	[ "$rc" -eq 0 ] && grep -q done "$HOLDER_OUT" && ! [ -e /sys/class/infiniband/fer0 ] &&
+		[ "$(log_since "$n" | grep -c 'fer0: removed: RoCE on hwa is now served by hardware device roce_standin0')" -eq 1 ]
+}
+
+# kept_beside: under force, fer0 stays when the stand-in appears, with a warning.
+kept_beside() {
+	local n ok=1
+	rmmod roce_standin 2>/dev/null
+	rdma link add fer0 type rxe netdev hwa || return 1
+	n=$(dmesg | wc -l)
+	echo force >"$POLICY" && standin && sleep 1 && [ -e /sys/class/infiniband/fer0 ] &&
+		log_since "$n" | grep -q 'fer0: stays on hwa beside hardware device roce_standin0' && ok=0
+	log_since "$n" | grep 'fer0' | sed 's/^/# /'
+	echo defer >"$POLICY"
+	rdma link del fer0 && return $ok
 }
 
 # ktap_test_result runs its command unquoted: each check is one word.
@@ -108,6 +151,11 @@ ktap_test_result "defer again: refused again" refused
 ktap_test_result "a stand-in with siw's driver id is software: defer adds the device" software_standin
 rmmod roce_standin
 ktap_test_result "without the stand-in, hwa gets a device" added fer0 hwa
+ktap_test_result "defer: a stand-in that appears later removes fer0; a process holding it survives" \
+	taken_over
+ktap_test_result "force: a stand-in that appears later leaves fer0, with a warning" kept_beside
+rmmod roce_standin
 ktap_test_result "the module parameter hw_force=1 starts in force" forced_at_load
+ktap_test_result "hwa deleted under the stand-in: it lets go" timeout 30 ip link del hwa
 
 ktap_finished

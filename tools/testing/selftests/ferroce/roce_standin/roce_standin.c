@@ -27,6 +27,24 @@ struct standin_dev {
 
 static struct standin_dev *standin;
 
+/* As mlx5 does: the port lets go of its netdev when the netdev goes, or unregistering it
+ * would wait forever for our reference.
+ */
+static int standin_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct net_device *ours = ib_device_get_netdev(&standin->ibdev, 1);
+
+	if (event == NETDEV_UNREGISTER && ndev == ours)
+		ib_device_set_netdev(&standin->ibdev, NULL, 1);
+	dev_put(ours);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block standin_nb = {
+	.notifier_call = standin_netdev_event,
+};
+
 static int standin_query_device(struct ib_device *dev, struct ib_device_attr *attr,
 				struct ib_udata *udata)
 {
@@ -101,6 +119,11 @@ static int __init standin_init(void)
 	err = ib_device_set_netdev(&standin->ibdev, ndev, 1);
 	if (!err)
 		err = ib_register_device(&standin->ibdev, "roce_standin%d", NULL);
+	if (!err) {
+		err = register_netdevice_notifier(&standin_nb);
+		if (err)
+			ib_unregister_device(&standin->ibdev);
+	}
 	if (err) {
 		ib_dealloc_device(&standin->ibdev);
 		goto put;
@@ -114,6 +137,7 @@ put:
 
 static void __exit standin_exit(void)
 {
+	unregister_netdevice_notifier(&standin_nb);
 	ib_unregister_device(&standin->ibdev);
 	ib_dealloc_device(&standin->ibdev);
 }
