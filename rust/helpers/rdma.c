@@ -46,3 +46,13 @@ __rust_helper bool rust_helper_ib_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);
 }
+
+__rust_helper u32 rust_helper_rdma_start_port(const struct ib_device *device)
+{
+	return rdma_start_port(device);
+}
+
+__rust_helper u32 rust_helper_rdma_end_port(const struct ib_device *device)
+{
+	return rdma_end_port(device);
+}

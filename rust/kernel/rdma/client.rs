@@ -14,10 +14,11 @@ pub trait ClientHandler: 'static {
     /// The client's name.
     const NAME: &'static CStr;
 
-    /// `dev` was registered, or was registered already when the client was. Called in the
-    /// context that registers it (a driver's probe, `rdma link add`, module load), without
-    /// `RTNL`; may sleep.
-    fn added(dev: OtherDevice);
+    /// `dev` was enabled: registered, registered already when the client was, or moved to
+    /// another RDMA namespace. Called in the context that does it (a driver's probe,
+    /// `rdma link add`, module load), without `RTNL`; may sleep. The core holds the device
+    /// for the call.
+    fn added(dev: &OtherDevice);
 }
 
 /// A registered client (`ib_register_client`). It asks for no verbs of the devices it sees.
@@ -66,7 +67,7 @@ impl<T: ClientHandler> ClientRegistration<T> {
     unsafe extern "C" fn add(dev: *mut bindings::ib_device) -> c_int {
         // SAFETY: Per the function's contract `dev` is allocated for the call.
         if let Some(dev) = unsafe { OtherDevice::try_get(dev) } {
-            T::added(dev);
+            T::added(&dev);
         }
         // No per-device state: nothing to remove later.
         0

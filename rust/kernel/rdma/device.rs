@@ -304,9 +304,12 @@ impl OtherDevice {
         if !self.is_hardware() {
             return;
         }
-        // SAFETY: By the type invariant the device is registered: its port count is set.
-        let ports = unsafe { (*self.0.as_ptr()).phys_port_cnt };
-        for port in 1..=ports {
+        // SAFETY: By the type invariant we hold a registration reference: the port range is
+        // set for good.
+        let ports = unsafe {
+            bindings::rdma_start_port(self.0.as_ptr())..=bindings::rdma_end_port(self.0.as_ptr())
+        };
+        for port in ports {
             if !self.roce_port(port) {
                 continue;
             }

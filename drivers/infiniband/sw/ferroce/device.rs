@@ -391,7 +391,8 @@ impl LinkOps for Ferroce {
             node_desc: b"ferroce",
             uverbs_cmd_mask: uverbs_cmd::POST_SEND | uverbs_cmd::REQ_NOTIFY_CQ,
         };
-        Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))
+        Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))?;
+        HW_POLICY.recheck(name, netdev)
     }
 }
 

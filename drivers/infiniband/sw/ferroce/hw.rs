@@ -74,6 +74,29 @@ impl HwPolicy {
         self.force.load(Ordering::Relaxed)
     }
 
+    /// After device `name` registered on `netdev`: a hardware device enabled meanwhile (after
+    /// [`Self::admit`] looked) may not have seen it, but is seen now; under `defer` the new
+    /// device goes again (queued) and the add fails with `EBUSY`. One of the two checks sees
+    /// the other: each device is findable before it is enabled.
+    pub(crate) fn recheck(&self, name: &CStr, netdev: &NetDevice) -> Result {
+        if self.forced() {
+            return Ok(());
+        }
+        let Some(hw) = OtherDevice::hardware_roce_on(netdev) else {
+            return Ok(());
+        };
+        pr_warn!(
+            "{}: not added: RoCE on {} is served by hardware device {}, registered meanwhile, use it\n",
+            name,
+            netdev.name(),
+            hw.name()
+        );
+        if let Some(soft) = Device::<Ferroce>::get_by_netdev(netdev) {
+            soft.unregister_queued();
+        }
+        Err(EBUSY)
+    }
+
     /// Whether device `name` may be made on `netdev`: `EBUSY` under `defer` if a hardware
     /// device serves its RoCE, with a log line naming that device.
     pub(crate) fn admit(&self, name: &CStr, netdev: &NetDevice) -> Result {
@@ -108,18 +131,19 @@ pub(crate) struct HwWatch;
 impl ClientHandler for HwWatch {
     const NAME: &'static CStr = c"ferroce_hw";
 
-    fn added(hw: OtherDevice) {
+    fn added(hw: &OtherDevice) {
         hw.for_each_hardware_roce_netdev(|netdev| {
             let Some(soft) = Device::<Ferroce>::get_by_netdev(netdev) else {
                 return;
             };
             if HW_POLICY.forced() {
                 pr_warn!(
-                    "{}: stays on {} beside hardware device {} (hw_policy force): rdma_cm binds to {}, which registered first, while the NIC takes RoCE to its GIDs\n",
+                    "{}: stays on {} beside hardware device {} (hw_policy force): rdma_cm binds to {}, which registered first, the NIC takes RoCE to its GIDs, and the core's port events for the netdev reach only {}\n",
                     soft.name(),
                     netdev.name(),
                     hw.name(),
-                    soft.name()
+                    soft.name(),
+                    hw.name()
                 );
                 return;
             }

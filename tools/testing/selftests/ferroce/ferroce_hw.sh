@@ -17,6 +17,7 @@ source "$(dirname "$0")/ferroce_lib.sh"
 STANDIN=${FERROCE_ROCE_STANDIN:-}
 DIR="$(cd "$(dirname "$0")" && pwd)"
 HOLDER_OUT=/tmp/ferroce_hw_holder.out
+PY=/usr/bin/python3
 
 cleanup() {
 	rdma link del fer0 2>/dev/null
@@ -28,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 ktap_print_header
-require rdma ip insmod rmmod dmesg python3
+require rdma ip insmod rmmod dmesg "$PY"
 [ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
 ktap_set_plan 12
 
@@ -110,12 +111,13 @@ forced_at_load() {
 taken_over() {
 	local n i rc
 	rmmod roce_standin 2>/dev/null
+	rm -f "$HOLDER_OUT"
 	rdma link add fer0 type rxe netdev hwa || return 1
-	coproc HOLDER { python3 "$DIR/ferroce_holder.py" fer0 >"$HOLDER_OUT" 2>&1; }
+	coproc HOLDER { "$PY" "$DIR/ferroce_holder.py" fer0 >"$HOLDER_OUT" 2>&1; }
 	for i in $(seq 100); do grep -q ready "$HOLDER_OUT" && break; sleep 0.1; done
-	grep -q ready "$HOLDER_OUT" || { sed 's/^/# /' "$HOLDER_OUT"; return 1; }
+	grep -q ready "$HOLDER_OUT" || { sed 's/^/# /' "$HOLDER_OUT"; rdma link del fer0; return 1; }
 	n=$(dmesg | wc -l)
-	standin || return 1
+	standin || { rdma link del fer0; return 1; }
 	for i in $(seq 50); do [ -e /sys/class/infiniband/fer0 ] || break; sleep 0.2; done
 	echo >&"${HOLDER[1]}"
 	wait "$HOLDER_PID"
@@ -123,7 +125,13 @@ taken_over() {
 	sed 's/^/# /' "$HOLDER_OUT"
 	log_since "$n" | grep 'fer0' | sed 's/^/# /'
 	[ "$rc" -eq 0 ] && grep -q done "$HOLDER_OUT" && ! [ -e /sys/class/infiniband/fer0 ] &&
-		[ "$(log_since "$n" | grep -c 'fer0: removed: RoCE on hwa is now served by hardware device roce_standin0')" -eq 1 ]
+		[ "$(log_since "$n" | grep -c 'fer0: removed: RoCE on hwa is now served by hardware device roce_standin0')" -eq 1 ] ||
+		{ rdma link del fer0 2>/dev/null; return 1; }
+}
+
+# let_go: with the stand-in bound to hwa, deleting hwa returns (the stand-in lets go of it).
+let_go() {
+	lsmod | grep -q '^roce_standin ' && timeout 30 ip link del hwa
 }
 
 # kept_beside: under force, fer0 stays when the stand-in appears, with a warning.
@@ -156,6 +164,6 @@ ktap_test_result "defer: a stand-in that appears later removes fer0; a process h
 ktap_test_result "force: a stand-in that appears later leaves fer0, with a warning" kept_beside
 rmmod roce_standin
 ktap_test_result "the module parameter hw_force=1 starts in force" forced_at_load
-ktap_test_result "hwa deleted under the stand-in: it lets go" timeout 30 ip link del hwa
+ktap_test_result "hwa deleted under the stand-in: it lets go" let_go
 
 ktap_finished
