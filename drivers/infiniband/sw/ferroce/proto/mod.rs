@@ -15,6 +15,7 @@ pub(crate) mod dcqcn;
 pub(crate) mod eui64;
 pub(crate) mod icrc;
 pub(crate) mod mtu;
+pub(crate) mod netdev_pattern;
 pub(crate) mod opcode;
 pub(crate) mod packet;
 pub(crate) mod psn;
