@@ -28,6 +28,7 @@ pub mod ops;
 pub mod pd;
 pub mod pool;
 pub mod qp;
+pub mod slot;
 pub mod stats;
 mod ucontext;
 pub mod udata;

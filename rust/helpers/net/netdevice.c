@@ -36,4 +36,10 @@ rust_helper_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info)
 	return netdev_notifier_info_to_dev(info);
 }
 
+/* `reg_state` is a bit-field, which bindgen cannot read. */
+__rust_helper u8 rust_helper_netdev_reg_state(const struct net_device *dev)
+{
+	return dev->reg_state;
+}
+
 #endif

@@ -121,6 +121,76 @@ impl NetDevice {
         flags & bindings::net_device_flags_IFF_UP != 0
     }
 
+    /// Whether the device is registered: not yet being unregistered. Under `RTNL`, which
+    /// orders it with the `NETDEV_UNREGISTER` event that follows the change.
+    pub fn is_registered(&self, _rtnl: &Rtnl) -> bool {
+        // SAFETY: By the type invariant the device is valid; `reg_state` changes under `RTNL`,
+        // which the caller holds.
+        let state = unsafe { bindings::netdev_reg_state(self.as_raw()) };
+        u32::from(state) == bindings::netdev_reg_state_NETREG_REGISTERED
+    }
+
+    /// The devices below this one (bond and team ports, a macvlan's or VLAN's real device),
+    /// all the way down, with a reference held on each.
+    pub fn lowers(&self) -> Result<KVec<ARef<NetDevice>>> {
+        self.walk_linked(bindings::netdev_walk_all_lower_dev_rcu)
+    }
+
+    /// The devices above this one (its bond or team, macvlans and VLANs on it), all the way
+    /// up, with a reference held on each.
+    pub fn uppers(&self) -> Result<KVec<ARef<NetDevice>>> {
+        self.walk_linked(bindings::netdev_walk_all_upper_dev_rcu)
+    }
+
+    fn walk_linked(
+        &self,
+        walk: unsafe extern "C" fn(
+            *mut bindings::net_device,
+            Option<
+                unsafe extern "C" fn(
+                    *mut bindings::net_device,
+                    *mut bindings::netdev_nested_priv,
+                ) -> c_int,
+            >,
+            *mut bindings::netdev_nested_priv,
+        ) -> c_int,
+    ) -> Result<KVec<ARef<NetDevice>>> {
+        /// # Safety
+        ///
+        /// `dev` is a device under RCU; `priv_.data` points to the walk's `Result<KVec<_>>`.
+        unsafe extern "C" fn collect(
+            dev: *mut bindings::net_device,
+            priv_: *mut bindings::netdev_nested_priv,
+        ) -> c_int {
+            // SAFETY: Per the function's contract, `data` is the caller's exclusive `Result`.
+            let found = unsafe { &mut *(*priv_).data.cast::<Result<KVec<ARef<NetDevice>>>>() };
+            // SAFETY: `dev` is alive under RCU; `dev_hold` keeps it after.
+            let dev: ARef<NetDevice> = unsafe { NetDevice::from_raw(dev) }.into();
+            let pushed = match found {
+                // Under RCU: no sleeping allocation.
+                Ok(v) => v.push(dev, GFP_ATOMIC).map_err(Error::from),
+                Err(_) => return 1,
+            };
+            match pushed {
+                Ok(()) => 0,
+                Err(e) => {
+                    *found = Err(e);
+                    1
+                }
+            }
+        }
+        let mut found: Result<KVec<ARef<NetDevice>>> = Ok(KVec::new());
+        let mut priv_ = bindings::netdev_nested_priv {
+            flags: 0,
+            data: (&raw mut found).cast(),
+        };
+        let _rcu = rcu::read_lock();
+        // SAFETY: By the type invariant the device is valid; the walk runs under RCU, as it
+        // requires, and `collect` gets `priv_`, which points to `found`.
+        unsafe { walk(self.as_raw(), Some(collect), &mut priv_) };
+        found
+    }
+
     /// Returns the first 6 bytes of the hardware address, or `None` if it has fewer (e.g. a
     /// tun device has none).
     pub fn mac_addr(&self) -> Option<[u8; 6]> {
@@ -136,6 +206,28 @@ impl NetDevice {
             core::ptr::copy_nonoverlapping((*dev).dev_addr, mac.as_mut_ptr(), 6);
             Some(mac)
         }
+    }
+}
+
+/// The RTNL lock (`rtnl_lock`), which serialises netdev configuration and notifier events.
+///
+/// Not to be taken in a netdev notifier, which runs under it, nor while holding a lock that
+/// a path under `RTNL` takes.
+pub struct Rtnl(core::marker::PhantomData<*mut ()>);
+
+impl Rtnl {
+    /// Takes the lock until the returned guard drops; may sleep.
+    pub fn lock() -> Self {
+        // SAFETY: Process context, per this function's documentation.
+        unsafe { bindings::rtnl_lock() };
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl Drop for Rtnl {
+    fn drop(&mut self) {
+        // SAFETY: The guard exists only while we hold the lock.
+        unsafe { bindings::rtnl_unlock() };
     }
 }
 

@@ -6,11 +6,14 @@
 
 use super::netdevice::NetDevice;
 use crate::{bindings, error::to_result, prelude::*, types::Opaque};
-use core::marker::PhantomData;
 
 /// Netdev notifier events an RDMA provider reacts to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NetdevEvent {
+    /// The device was registered, or moved into a namespace (`NETDEV_REGISTER`).
+    Register,
+    /// The device was renamed (`NETDEV_CHANGENAME`).
+    ChangeName,
     /// The device came up (`NETDEV_UP`).
     Up,
     /// The device went down (`NETDEV_DOWN`).
@@ -30,6 +33,8 @@ impl NetdevEvent {
     fn from_raw(event: c_ulong) -> Self {
         // CAST: The `netdev_cmd` values are small positive constants.
         match event as u32 {
+            bindings::netdev_cmd_NETDEV_REGISTER => Self::Register,
+            bindings::netdev_cmd_NETDEV_CHANGENAME => Self::ChangeName,
             bindings::netdev_cmd_NETDEV_UP => Self::Up,
             bindings::netdev_cmd_NETDEV_DOWN => Self::Down,
             bindings::netdev_cmd_NETDEV_CHANGE => Self::Change,
@@ -40,10 +45,10 @@ impl NetdevEvent {
     }
 }
 
-/// Handles netdev notifier events.
-pub trait NetdevNotifierHandler: 'static {
+/// Handles netdev notifier events; the [`NetdevNotifier`] owns it.
+pub trait NetdevNotifierHandler: Send + Sync + 'static {
     /// Called under `RTNL` for every event on every network device, in any namespace.
-    fn event(dev: &NetDevice, event: NetdevEvent);
+    fn event(&self, dev: &NetDevice, event: NetdevEvent);
 }
 
 /// A registered netdev notifier (`register_netdevice_notifier`).
@@ -53,22 +58,23 @@ pub trait NetdevNotifierHandler: 'static {
 /// `nb` is registered with the netdev notifier chain from construction until drop.
 #[pin_data(PinnedDrop)]
 pub struct NetdevNotifier<T: NetdevNotifierHandler> {
+    handler: T,
     #[pin]
     nb: Opaque<bindings::notifier_block>,
-    _t: PhantomData<T>,
 }
 
 // SAFETY: The notifier block is only touched by the notifier core under its own locking.
 unsafe impl<T: NetdevNotifierHandler> Send for NetdevNotifier<T> {}
 
-// SAFETY: `&NetdevNotifier` exposes no methods.
+// SAFETY: `&NetdevNotifier` exposes `&T` only, which is `Sync`.
 unsafe impl<T: NetdevNotifierHandler> Sync for NetdevNotifier<T> {}
 
 impl<T: NetdevNotifierHandler> NetdevNotifier<T> {
-    /// Registers the notifier. Registration replays `NETDEV_REGISTER` and `NETDEV_UP` for the
-    /// devices that exist already.
-    pub fn register() -> impl PinInit<Self, Error> {
+    /// Registers `handler`. Registration replays `NETDEV_REGISTER` and `NETDEV_UP` for the
+    /// devices that exist already, in every namespace.
+    pub fn register(handler: T) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
+            handler,
             nb <- Opaque::try_ffi_init(|slot: *mut bindings::notifier_block| {
                 // SAFETY: `slot` is valid for writes; the block is pinned in `Self`.
                 unsafe {
@@ -80,26 +86,32 @@ impl<T: NetdevNotifierHandler> NetdevNotifier<T> {
                 // SAFETY: `slot` is initialised and stays pinned until `drop` unregisters it.
                 to_result(unsafe { bindings::register_netdevice_notifier(slot) })
             }),
-            _t: PhantomData,
         })
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &T {
+        &self.handler
     }
 
     /// # Safety
     ///
-    /// Only the netdev notifier chain calls this, with `ptr` a `netdev_notifier_info`.
+    /// Only the netdev notifier chain calls this, with `nb` the block of a registered
+    /// [`NetdevNotifier<T>`] and `ptr` a `netdev_notifier_info`.
     unsafe extern "C" fn call(
-        _nb: *mut bindings::notifier_block,
+        nb: *mut bindings::notifier_block,
         event: c_ulong,
         ptr: *mut c_void,
     ) -> c_int {
         // SAFETY: Netdev notifiers are called with a `netdev_notifier_info`.
         let dev = unsafe { bindings::netdev_notifier_info_to_dev(ptr.cast()) };
+        // SAFETY: Per the function's contract `nb` is the `nb` field of a `Self`, registered, so
+        // pinned and alive until its `drop` unregisters it, which waits for running calls.
+        let this = unsafe { &*crate::container_of!(Opaque::cast_from(nb).cast_mut(), Self, nb) };
         if !dev.is_null() {
             // SAFETY: The notifier chain holds a reference to `dev` for the call.
-            T::event(
-                unsafe { NetDevice::from_raw(dev) },
-                NetdevEvent::from_raw(event),
-            );
+            let dev = unsafe { NetDevice::from_raw(dev) };
+            this.handler.event(dev, NetdevEvent::from_raw(event));
         }
         // CAST: `NOTIFY_DONE` is 0.
         bindings::NOTIFY_DONE as c_int

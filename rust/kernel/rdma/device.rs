@@ -234,13 +234,13 @@ impl OtherDevice {
     /// Driver ids tried by [`Self::hardware_roce_on`]: `enum rdma_driver_id` has fewer.
     const DRIVER_IDS: core::ops::RangeInclusive<u32> = 1..=63;
 
-    /// A device that runs RoCE in hardware on `netdev`: a port of it on `netdev` speaks RoCE
-    /// over an Ethernet link layer, and its driver id is not a software one
+    /// The devices that run RoCE in hardware on `netdev`: a port of each on `netdev` speaks
+    /// RoCE over an Ethernet link layer, and its driver id is not a software one
     /// ([`driver_id::SOFTWARE`]). A driver that sets no driver id goes unseen; every in-tree
     /// RoCE driver sets one.
     ///
     /// [`driver_id::SOFTWARE`]: super::attr::driver_id::SOFTWARE
-    pub fn hardware_roce_on(netdev: &NetDevice) -> Option<Self> {
+    pub fn hardware_roce_on(netdev: &NetDevice) -> impl Iterator<Item = Self> + '_ {
         // The core looks a netdev up for one driver id at a time, or for the first device of
         // any: id by id, so a software device on the same netdev hides no hardware one.
         Self::DRIVER_IDS
@@ -252,7 +252,7 @@ impl OtherDevice {
                 // INVARIANT: A registered device whose reference the core took for us.
                 NonNull::new(raw).map(Self)
             })
-            .find(|dev| dev.roce_on(netdev))
+            .filter(|dev| dev.roce_on(netdev))
     }
 
     /// Takes a registration reference on `raw`, unless it is being unregistered.
@@ -332,12 +332,37 @@ impl OtherDevice {
         unsafe { CStr::from_char_ptr((*self.0.as_ptr()).name.as_ptr()) }
     }
 
+    /// The core's index of the device: unique among devices, and not reused soon (allocated
+    /// cyclically), so it names a device that may be gone by the time it is compared.
+    pub fn index(&self) -> u32 {
+        // SAFETY: By the type invariant the device is registered; `index` is set for good.
+        unsafe { (*self.0.as_ptr()).index }
+    }
+
     /// The `enum rdma_driver_id` of its driver.
     pub fn driver_id(&self) -> u32 {
         // SAFETY: By the type invariant the device is registered; its ops are set for good.
         unsafe { (*self.0.as_ptr()).ops.driver_id }
     }
 }
+
+impl Clone for OtherDevice {
+    fn clone(&self) -> Self {
+        // SAFETY: By the type invariant we hold a registration reference, so the refcount is
+        // not zero and `ib_device_try_get` takes another.
+        let held = unsafe { bindings::ib_device_try_get(self.0.as_ptr()) };
+        debug_assert!(held);
+        // INVARIANT: We hold the reference just taken.
+        Self(self.0)
+    }
+}
+
+// SAFETY: A registration reference may be held and dropped on any thread.
+unsafe impl Send for OtherDevice {}
+
+// SAFETY: `&OtherDevice` only reads fields that are set for good while the device is
+// registered, or asks the core, which locks.
+unsafe impl Sync for OtherDevice {}
 
 impl Drop for OtherDevice {
     fn drop(&mut self) {

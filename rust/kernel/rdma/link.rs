@@ -4,6 +4,7 @@
 //!
 //! C header: [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
+use super::slot::ContextSlot;
 use crate::{
     bindings,
     error::from_result,
@@ -11,11 +12,7 @@ use crate::{
     prelude::*,
     types::Opaque, //
 };
-use core::{
-    marker::PhantomData,
-    ptr,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use core::marker::PhantomData;
 
 /// Creates links of one type.
 pub trait LinkOps: 'static {
@@ -27,33 +24,11 @@ pub trait LinkOps: 'static {
     type Context: Send + Sync;
 
     /// Where `newlink` finds the context: the C callback carries none.
-    const CONTEXT: &'static LinkContext<Self::Context>;
+    const CONTEXT: &'static ContextSlot<Self::Context>;
 
     /// Creates a device called `name` over `netdev`. Runs in process context without `RTNL`,
     /// with the caller's `CAP_NET_ADMIN` checked; may sleep.
     fn newlink(ctx: &Self::Context, name: &CStr, netdev: &NetDevice) -> Result;
-}
-
-/// The slot, in a `static` of the driver, through which `newlink` reaches the context of the
-/// registration of its link type.
-///
-/// # Invariants
-///
-/// Non-NULL only between the registration of the type and its unregistration, and then it
-/// points to the context pinned in that [`LinkRegistration`].
-pub struct LinkContext<C>(AtomicPtr<C>);
-
-impl<C> LinkContext<C> {
-    /// An empty slot.
-    pub const fn new() -> Self {
-        Self(AtomicPtr::new(ptr::null_mut()))
-    }
-}
-
-impl<C> Default for LinkContext<C> {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// A registered link type.
@@ -88,13 +63,8 @@ impl<T: LinkOps> LinkRegistration<T> {
                 let ctx = unsafe { &raw mut (*this.as_ptr()).ctx };
                 // A second registration of the type finds the slot taken; the slot keeps
                 // pointing to the first one's context.
-                if T::CONTEXT
-                    .0
-                    .compare_exchange(ptr::null_mut(), ctx, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
-                    return Err(EEXIST);
-                }
+                // SAFETY: `ctx` is pinned in `Self`, whose `drop` releases the slot first.
+                unsafe { T::CONTEXT.claim(ctx) }?;
                 // SAFETY: `slot` is valid for writes and pinned in `Self`; `TYPE` is static.
                 unsafe {
                     slot.write(bindings::rdma_link_ops {
@@ -110,7 +80,7 @@ impl<T: LinkOps> LinkRegistration<T> {
                 // before `rdma_link_register` returns, and a linked `next` is never NULL again
                 // (a concurrent registration may change it, hence the volatile read).
                 if unsafe { core::ptr::read_volatile(&raw const (*slot).list.next) }.is_null() {
-                    T::CONTEXT.0.store(ptr::null_mut(), Ordering::Release);
+                    T::CONTEXT.release();
                     return Err(EEXIST);
                 }
                 Ok(())
@@ -133,11 +103,9 @@ impl<T: LinkOps> LinkRegistration<T> {
             // registered `ndev` held by `dev_get_by_name` until its `dev_put` after we return
             // (this function's `# Safety`); neither reference outlives this closure.
             let (name, ndev) = unsafe { (CStr::from_char_ptr(name), NetDevice::from_raw(ndev)) };
-            let ctx = T::CONTEXT.0.load(Ordering::Acquire);
             // SAFETY: The core calls `newlink` only while the type is registered, and
-            // unregistration waits for it (`link_ops_rwsem`); until then the slot points to the
-            // registration's pinned context (type invariant of `LinkContext`).
-            let ctx = unsafe { ctx.as_ref() }.ok_or(ENODEV)?;
+            // unregistration waits for it (`link_ops_rwsem`) before releasing the slot.
+            let ctx = unsafe { T::CONTEXT.get() }.ok_or(ENODEV)?;
             T::newlink(ctx, name, ndev)?;
             Ok(0)
         })
@@ -150,6 +118,6 @@ impl<T: LinkOps> PinnedDrop for LinkRegistration<T> {
         // SAFETY: By the type invariant `ops` is registered; this waits for running `newlink`s.
         unsafe { bindings::rdma_link_unregister(self.ops.get()) };
         // No `newlink` runs any more: the context may go.
-        T::CONTEXT.0.store(ptr::null_mut(), Ordering::Release);
+        T::CONTEXT.release();
     }
 }

@@ -31,10 +31,29 @@ unsafe impl Sync for OwnedQueue {}
 impl OwnedQueue {
     /// Allocates a queue named `name` (shown by the workers) with `WQ_*` `flags`.
     pub fn new(name: &CStr, flags: u32) -> Result<Self> {
+        Self::alloc(name, flags, 0)
+    }
+
+    /// Allocates a queue that runs one item at a time, in the order queued
+    /// (`alloc_ordered_workqueue`).
+    pub fn new_ordered(name: &CStr) -> Result<Self> {
+        Self::alloc(
+            name,
+            bindings::wq_flags_WQ_UNBOUND | bindings::wq_flags___WQ_ORDERED,
+            1,
+        )
+    }
+
+    fn alloc(name: &CStr, flags: u32, max_active: c_int) -> Result<Self> {
         // SAFETY: The format takes one string argument, which outlives the call (the queue
         // copies its name).
         let wq = unsafe {
-            bindings::alloc_workqueue_noprof(c"%s".as_char_ptr(), flags, 0, name.as_char_ptr())
+            bindings::alloc_workqueue_noprof(
+                c"%s".as_char_ptr(),
+                flags,
+                max_active,
+                name.as_char_ptr(),
+            )
         };
         // INVARIANT: A non-NULL result is a new queue that we own.
         NonNull::new(wq).map(Self).ok_or(ENOMEM)

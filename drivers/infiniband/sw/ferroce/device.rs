@@ -7,7 +7,7 @@ use crate::{
     cc::Cc,
     counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
-    hw::{HwPolicyFile, HW_POLICY},
+    hw::{HwDevices, HwPolicyFile, HW_POLICY},
     limits,
     mr::{FerroceMr, MrTable},
     net::PortsUse,
@@ -18,7 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     debugfs::{Dir, File},
     net::{
-        netdevice::{LinkType, NetDevice},
+        netdevice::{LinkType, NetDevice, Rtnl},
         notifier::{NetdevEvent, NetdevNotifierHandler},
     },
     prelude::*,
@@ -29,11 +29,12 @@ use kernel::{
         },
         cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceOptions},
-        link::{LinkContext, LinkOps},
+        link::LinkOps,
         mr::{MrKeys, MrRequest},
         ops::Driver,
         pd::Pd,
         qp::{AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
+        slot::ContextSlot,
         stats::StatDesc,
         udata::Udata,
         wr::{RecvBuf, SendWr, WcSink},
@@ -304,100 +305,127 @@ impl Drop for NewlinkGuard {
 pub(crate) struct Links {
     /// What to do on a netdev with hardware RoCE: `ferroce/hw_policy` in debugfs.
     _hw_policy: Pin<KBox<File<HwPolicyFile>>>,
+    /// Which netdevs hardware devices serve: `ferroce/hw_netdevs` in debugfs.
+    _hw_netdevs: Pin<KBox<File<Arc<HwDevices>>>>,
     /// `ferroce/` in debugfs: a directory per device.
     debugfs: Dir,
 }
 
 impl Links {
-    pub(crate) fn new() -> impl PinInit<Self, Error> {
-        let debugfs = Dir::new(c"ferroce");
+    /// `debugfs` is the module's `ferroce/` directory.
+    pub(crate) fn new(debugfs: Dir, hw: Arc<HwDevices>) -> Result<Self> {
         let hw_policy = debugfs.read_write_callback_file(
             c"hw_policy",
             Ok::<_, Error>(HwPolicyFile::new()),
             &HwPolicyFile::show,
             &HwPolicyFile::store,
         );
-        KBox::pin_init(hw_policy, GFP_KERNEL).map(|_hw_policy| Self {
-            _hw_policy,
+        let hw_netdevs =
+            debugfs.read_callback_file(c"hw_netdevs", Ok::<_, Error>(hw), &HwDevices::show);
+        Ok(Self {
+            _hw_policy: KBox::pin_init(hw_policy, GFP_KERNEL)?,
+            _hw_netdevs: KBox::pin_init(hw_netdevs, GFP_KERNEL)?,
             debugfs,
         })
     }
 }
 
-static LINKS: LinkContext<Links> = LinkContext::new();
+static LINKS: ContextSlot<Links> = ContextSlot::new();
 
 impl LinkOps for Ferroce {
     const TYPE: &'static CStr = c"rxe";
     type Context = Links;
-    const CONTEXT: &'static LinkContext<Links> = &LINKS;
+    const CONTEXT: &'static ContextSlot<Links> = &LINKS;
 
     fn newlink(links: &Links, name: &CStr, netdev: &NetDevice) -> Result {
-        if netdev.is_vlan() {
-            pr_warn!(
-                "{}: refusing VLAN device {}: add the link on its real device\n",
-                name,
-                netdev.name()
-            );
-            return Err(EPERM);
-        }
-        match netdev.link_type() {
-            LinkType::Ether | LinkType::RawIp => {}
-            other => {
-                pr_warn!(
-                    "{}: refusing {}: not an Ethernet or IP device ({:?})\n",
-                    name,
-                    netdev.name(),
-                    other
-                );
-                return Err(EINVAL);
-            }
-        }
-        let _guard = NewlinkGuard::lock();
-        if let Some(existing) = Device::<Ferroce>::get_by_netdev(netdev) {
-            pr_warn!(
-                "{}: {} already has device {}\n",
-                name,
-                netdev.name(),
-                existing.name()
-            );
-            return Err(EEXIST);
-        }
         HW_POLICY.admit(name, netdev)?;
-        let guid = match netdev.mac_addr() {
-            Some(mac) => eui64::from_mac(mac),
-            // CAST: Interface indexes are positive.
-            None => eui64::from_ifindex(netdev.ifindex() as u32),
-        };
-        let counters = Arc::new(Counters::new(), GFP_KERNEL)?;
-        let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
-        let data = FerroceDevice {
-            // Per CPU: a QP's work runs where it was kicked (where its packets were taken), so
-            // what it sends follows what was sent from there, in order.
-            wq: Arc::new(OwnedQueue::new(name, WQ_PERCPU)?, GFP_KERNEL)?,
-            ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
-            guid,
-            counters,
-            mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
-            qps,
-            ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
-            netdev: netdev.into(),
-            cc: Cc::new(&links.debugfs, name)?,
-            _ports: PortsUse::get(netdev)?,
-        };
-        let opts = DeviceOptions {
-            name,
-            netdev,
-            node_guid: guid,
-            node_desc: b"ferroce",
-            uverbs_cmd_mask: uverbs_cmd::POST_SEND | uverbs_cmd::REQ_NOTIFY_CQ,
-        };
-        Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))?;
+        add(&links.debugfs, name, netdev)?;
         HW_POLICY.recheck(name, netdev)
     }
 }
 
+/// Makes device `name` on `netdev`, with its debugfs directory under `debugfs`: for
+/// `rdma link add` and auto-provisioning alike, after their hardware RoCE checks.
+pub(crate) fn add(debugfs: &Dir, name: &CStr, netdev: &NetDevice) -> Result {
+    if netdev.is_vlan() {
+        pr_warn!(
+            "{}: refusing VLAN device {}: add the link on its real device\n",
+            name,
+            netdev.name()
+        );
+        return Err(EPERM);
+    }
+    match netdev.link_type() {
+        LinkType::Ether | LinkType::RawIp => {}
+        other => {
+            pr_warn!(
+                "{}: refusing {}: not an Ethernet or IP device ({:?})\n",
+                name,
+                netdev.name(),
+                other
+            );
+            return Err(EINVAL);
+        }
+    }
+    let _guard = NewlinkGuard::lock();
+    if let Some(existing) = Device::<Ferroce>::get_by_netdev(netdev) {
+        pr_warn!(
+            "{}: {} already has device {}\n",
+            name,
+            netdev.name(),
+            existing.name()
+        );
+        return Err(EEXIST);
+    }
+    let guid = match netdev.mac_addr() {
+        Some(mac) => eui64::from_mac(mac),
+        // CAST: Interface indexes are positive.
+        None => eui64::from_ifindex(netdev.ifindex() as u32),
+    };
+    let counters = Arc::new(Counters::new(), GFP_KERNEL)?;
+    let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
+    let data = FerroceDevice {
+        // Per CPU: a QP's work runs where it was kicked (where its packets were taken), so
+        // what it sends follows what was sent from there, in order.
+        wq: Arc::new(OwnedQueue::new(name, WQ_PERCPU)?, GFP_KERNEL)?,
+        ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
+        guid,
+        counters,
+        mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
+        qps,
+        ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
+        netdev: netdev.into(),
+        cc: Cc::new(debugfs, name)?,
+        _ports: PortsUse::get(netdev)?,
+    };
+    let opts = DeviceOptions {
+        name,
+        netdev,
+        node_guid: guid,
+        node_desc: b"ferroce",
+        uverbs_cmd_mask: uverbs_cmd::POST_SEND | uverbs_cmd::REQ_NOTIFY_CQ,
+    };
+    Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))?;
+    // A netdev unregistered meanwhile sent its `NETDEV_UNREGISTER` before the device could be
+    // found by it: nothing would remove the device, and the netdev would wait for it forever.
+    // Under RTNL, a netdev still registered sends that event later, and it finds the device.
+    let gone = !netdev.is_registered(&Rtnl::lock());
+    if gone {
+        pr_warn!(
+            "{}: not added: {} went away meanwhile\n",
+            name,
+            netdev.name()
+        );
+        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+            dev.unregister_queued();
+        }
+        return Err(ENODEV);
+    }
+    Ok(())
+}
+
 impl NetdevNotifierHandler for Ferroce {
-    fn event(netdev: &NetDevice, event: NetdevEvent) {
+    fn event(&self, netdev: &NetDevice, event: NetdevEvent) {
         let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) else {
             return;
         };

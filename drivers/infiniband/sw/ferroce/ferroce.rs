@@ -7,6 +7,7 @@
 use kernel::{
     // The CRC-32 `proto` builds on.
     crc::crc32_le,
+    debugfs::Dir,
     net::{namespace::PernetRegistration, notifier::NetdevNotifier},
     prelude::*,
     rdma::{client::ClientRegistration, device::DriverDevices, link::LinkRegistration},
@@ -14,6 +15,7 @@ use kernel::{
 
 mod abi;
 mod ah;
+mod auto;
 mod cc;
 mod counters;
 mod cq;
@@ -64,6 +66,10 @@ module! {
             default: false,
             description: "Add devices also on netdevs whose RoCE a hardware RDMA device serves (default: refuse with EBUSY, naming it); then debugfs ferroce/hw_policy",
         },
+        auto_netdevs: str {
+            default: "",
+            description: "Netdev name globs, comma-separated (e.g. 'eth*,enp*' or '*'): every Ethernet netdev that matches, in any namespace, now or later, gets a device rxe_<netdev>, unless hardware RoCE serves it; default: none",
+        },
         rp_ai_rate: u32 {
             default: 5,
             description: "DCQCN additive increase of the target rate, Mb/s (1-100000)",
@@ -71,13 +77,15 @@ module! {
     },
 }
 
-/// Module state. Fields drop in order: no more watching for hardware RoCE (it removes
-/// devices), no new links, then every device goes, then the notifier (unregistering it replays
-/// events for every netdev, so no device may be left), then the per-namespace sockets.
+/// Module state. Fields drop in order: no more watching for hardware RoCE (it removes and
+/// provisions devices), no more auto-provisioning (its queue drains), no new links, then every
+/// device goes, then the notifier (unregistering it replays events for every netdev, so no
+/// device may be left), then the per-namespace sockets.
 #[pin_data(PinnedDrop)]
 struct FerroceModule {
     #[pin]
     hw_watch: ClientRegistration<hw::HwWatch>,
+    auto: Option<Pin<KBox<NetdevNotifier<auto::AutoNetdevs>>>>,
     #[pin]
     link: LinkRegistration<Ferroce>,
     devices: DriverDevices<Ferroce>,
@@ -93,12 +101,19 @@ impl kernel::InPlaceModule for FerroceModule {
             "ferroce {VERSION} loaded (RoCEv2 on UDP port {})\n",
             proto::ROCE_V2_UDP_PORT
         );
+        let debugfs = Dir::new(c"ferroce");
+        let provisioner = auto::Provisioner::new(&debugfs);
+        let hw_devices = hw::HwDevices::new();
         try_pin_init!(Self {
             sockets <- PernetRegistration::register(),
-            notifier <- NetdevNotifier::register(),
+            notifier <- NetdevNotifier::register(Ferroce),
             devices: DriverDevices::new(),
-            link <- LinkRegistration::register(device::Links::new()),
-            hw_watch <- ClientRegistration::register(),
+            link <- LinkRegistration::register(device::Links::new(debugfs, hw_devices.clone()?)),
+            auto: auto::watch(provisioner.clone()?)?,
+            hw_watch <- ClientRegistration::register(Ok::<_, Error>(hw::HwWatchState {
+                auto: provisioner?,
+                devices: hw_devices?,
+            })),
         })
     }
 }
@@ -106,6 +121,11 @@ impl kernel::InPlaceModule for FerroceModule {
 #[pinned_drop]
 impl PinnedDrop for FerroceModule {
     fn drop(self: Pin<&mut Self>) {
+        // Unregistering the hardware watch reports every device as removed: none of them
+        // frees a netdev for auto-provisioning now.
+        if let Some(auto) = &self.hw_watch.context().auto {
+            auto.close();
+        }
         pr_info!("ferroce {VERSION} unloaded\n");
     }
 }

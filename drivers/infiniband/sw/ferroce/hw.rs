@@ -3,25 +3,47 @@
 //! Hardware RoCE on the same netdev. A RoCE NIC takes UDP 4791 traffic for its GIDs in
 //! hardware, so a soft device beside it would receive nothing, and rdma_cm binds to whichever
 //! device registered first. By default (`defer`) ferroce makes no device where a hardware RDMA
-//! device serves the netdev's RoCE, and says which device to use; `force` makes one anyway,
+//! device serves the netdev's RoCE (on the netdev itself or on a device below it: a bond's
+//! port, a macvlan's real device), and says which device to use; `force` makes one anyway,
 //! with a warning. The same holds for a hardware device that appears after ferroce's: under
 //! `defer` ferroce's device goes. The policy is the module parameter `hw_force` at load, then
-//! debugfs `ferroce/hw_policy` (`defer` or `force`).
+//! debugfs `ferroce/hw_policy` (`defer` or `force`). A hardware device that goes away hands its
+//! netdevs to auto-provisioning ([`crate::auto`]), if it is on.
 
-use crate::device::Ferroce;
+use crate::{auto::Provisioner, device::Ferroce};
 use core::{
     fmt,
     sync::atomic::{AtomicBool, Ordering},
 };
 use kernel::{
     net::netdevice::NetDevice,
+    new_mutex,
     prelude::*,
     rdma::{
         client::ClientHandler,
         device::{Device, OtherDevice},
+        slot::ContextSlot,
     },
+    sync::{Arc, Mutex},
     uaccess::UserSliceReader,
 };
+
+/// The hardware device that serves RoCE on `netdev`, or on a device below it (a bond's or
+/// team's port, a macvlan's real device), other than the device with index `except` (one
+/// being removed). A netdev whose lowers cannot be listed (no memory) counts as served by
+/// nothing below it.
+pub(crate) fn serving_hardware(netdev: &NetDevice, except: Option<u32>) -> Option<OtherDevice> {
+    let other = |hw: &OtherDevice| Some(hw.index()) != except;
+    OtherDevice::hardware_roce_on(netdev)
+        .find(other)
+        .or_else(|| {
+            netdev
+                .lowers()
+                .ok()?
+                .iter()
+                .find_map(|lower| OtherDevice::hardware_roce_on(lower).find(other))
+        })
+}
 
 /// What `rdma link add` does on a netdev whose RoCE a hardware device serves, and what
 /// becomes of a device whose netdev a hardware device takes later: one policy for the module.
@@ -82,7 +104,7 @@ impl HwPolicy {
         if self.forced() {
             return Ok(());
         }
-        let Some(hw) = OtherDevice::hardware_roce_on(netdev) else {
+        let Some(hw) = serving_hardware(netdev, None) else {
             return Ok(());
         };
         pr_warn!(
@@ -100,7 +122,7 @@ impl HwPolicy {
     /// Whether device `name` may be made on `netdev`: `EBUSY` under `defer` if a hardware
     /// device serves its RoCE, with a log line naming that device.
     pub(crate) fn admit(&self, name: &CStr, netdev: &NetDevice) -> Result {
-        let Some(hw) = OtherDevice::hardware_roce_on(netdev) else {
+        let Some(hw) = serving_hardware(netdev, None) else {
             return Ok(());
         };
         if !self.forced() {
@@ -123,37 +145,150 @@ impl HwPolicy {
     }
 }
 
+/// The hardware RoCE devices registered now, and what became of their netdevs:
+/// `ferroce/hw_netdevs` in debugfs.
+#[pin_data]
+pub(crate) struct HwDevices {
+    #[pin]
+    list: Mutex<KVec<OtherDevice>>,
+}
+
+impl HwDevices {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                list <- new_mutex!(KVec::new()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// One line per netdev that a hardware device serves (or a device above it): the netdev,
+    /// the hardware device, and ferroce's device there (under `force`) or `-` (deferred).
+    pub(crate) fn show(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "netdev hardware ferroce")?;
+        let list = this.list.lock();
+        for hw in list.iter() {
+            let mut res = Ok(());
+            hw.for_each_hardware_roce_netdev(|netdev| {
+                for_self_and_uppers(netdev, |served| {
+                    let soft = Device::<Ferroce>::get_by_netdev(served);
+                    let soft = match &soft {
+                        Some(soft) => soft.name(),
+                        None => c"-",
+                    };
+                    res = res.and_then(|()| {
+                        writeln!(
+                            f,
+                            "{} {} {}",
+                            text(served.name()),
+                            text(hw.name()),
+                            text(soft)
+                        )
+                    });
+                })
+            });
+            res?;
+        }
+        Ok(())
+    }
+}
+
+/// A netdev or device name as text; `?` for one that is not UTF-8.
+fn text(name: &CStr) -> &str {
+    name.to_str().unwrap_or("?")
+}
+
 /// Watches the devices the RDMA core registers: one that runs RoCE in hardware on a netdev
-/// with a ferroce device takes it over under `defer` (the ferroce device goes, as on
-/// `rdma link del`); under `force` both stay, with a warning.
+/// with a ferroce device (or below it: a bond's port) takes it over under `defer` (the ferroce
+/// device goes, as on `rdma link del`); under `force` both stay, with a warning. One that goes
+/// away hands its netdevs, and the devices above them, to auto-provisioning, if it is on.
 pub(crate) struct HwWatch;
+
+/// What the hardware watch keeps.
+pub(crate) struct HwWatchState {
+    /// Auto-provisioning, if it is on.
+    pub(crate) auto: Option<Arc<Provisioner>>,
+    /// The hardware RoCE devices there are.
+    pub(crate) devices: Arc<HwDevices>,
+}
+
+static HW_WATCH: ContextSlot<HwWatchState> = ContextSlot::new();
 
 impl ClientHandler for HwWatch {
     const NAME: &'static CStr = c"ferroce_hw";
+    type Context = HwWatchState;
+    const CONTEXT: &'static ContextSlot<Self::Context> = &HW_WATCH;
 
-    fn added(hw: &OtherDevice) {
+    fn added(state: &HwWatchState, hw: &OtherDevice) {
+        let mut any = false;
         hw.for_each_hardware_roce_netdev(|netdev| {
-            let Some(soft) = Device::<Ferroce>::get_by_netdev(netdev) else {
-                return;
-            };
-            if HW_POLICY.forced() {
+            any = true;
+            for_self_and_uppers(netdev, |served| take_over(hw, served))
+        });
+        if any {
+            let mut list = state.devices.list.lock();
+            if list.push(hw.clone(), GFP_KERNEL).is_err() {
                 pr_warn!(
-                    "{}: stays on {} beside hardware device {} (hw_policy force): rdma_cm binds to {}, which registered first, the NIC takes RoCE to its GIDs, and the core's port events for the netdev reach only {}\n",
-                    soft.name(),
-                    netdev.name(),
-                    hw.name(),
-                    soft.name(),
+                    "ferroce: {} not listed in hw_netdevs: no memory\n",
                     hw.name()
                 );
-                return;
             }
-            pr_warn!(
-                "{}: removed: RoCE on {} is now served by hardware device {}, use it\n",
-                soft.name(),
-                netdev.name(),
-                hw.name()
-            );
-            soft.unregister_queued();
+        }
+    }
+
+    fn removed(state: &HwWatchState, hw: &OtherDevice) {
+        // The core waits for our reference once every client is told: let go of it now.
+        state
+            .devices
+            .list
+            .lock()
+            .retain(|dev| dev.index() != hw.index());
+        let Some(auto) = &state.auto else {
+            return;
+        };
+        hw.for_each_hardware_roce_netdev(|netdev| {
+            for_self_and_uppers(netdev, |freed| auto.request(freed, Some(hw.index())))
         });
     }
+}
+
+/// Calls `f` with `netdev` and every device above it. An upper list that cannot be made (no
+/// memory) is logged and skipped.
+fn for_self_and_uppers(netdev: &NetDevice, mut f: impl FnMut(&NetDevice)) {
+    f(netdev);
+    match netdev.uppers() {
+        Ok(uppers) => uppers.iter().for_each(|upper| f(upper)),
+        Err(e) => pr_warn!(
+            "ferroce: devices above {} not looked at ({:?})\n",
+            netdev.name(),
+            e
+        ),
+    }
+}
+
+/// Hardware device `hw` now serves RoCE on `netdev`: its ferroce device, if any, goes under
+/// `defer`, and stays with a warning under `force`.
+fn take_over(hw: &OtherDevice, netdev: &NetDevice) {
+    let Some(soft) = Device::<Ferroce>::get_by_netdev(netdev) else {
+        return;
+    };
+    if HW_POLICY.forced() {
+        pr_warn!(
+            "{}: stays on {} beside hardware device {} (hw_policy force): rdma_cm binds to {}, which registered first, the NIC takes RoCE to its GIDs, and the core's port events for the netdev reach only {}\n",
+            soft.name(),
+            netdev.name(),
+            hw.name(),
+            soft.name(),
+            hw.name()
+        );
+        return;
+    }
+    pr_warn!(
+        "{}: removed: RoCE on {} is now served by hardware device {}, use it\n",
+        soft.name(),
+        netdev.name(),
+        hw.name()
+    );
+    soft.unregister_queued();
 }

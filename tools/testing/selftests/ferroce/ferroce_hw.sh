@@ -9,7 +9,8 @@
 # (debugfs ferroce/hw_policy, or the module parameter hw_force) the device is added, with a
 # warning; a device of a software driver (siw's id) is no reason to step aside. A stand-in
 # that appears after ferroce's device removes it under defer (a process holding its rings
-# survives), and leaves it, with a warning, under force.
+# survives), and leaves it, with a warning, under force. A bond with the stand-in's netdev as a
+# port counts as served by the stand-in, both for rdma link add and when the stand-in appears.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -23,6 +24,7 @@ cleanup() {
 	rdma link del fer0 2>/dev/null
 	rdma link del fer1 2>/dev/null
 	rmmod roce_standin 2>/dev/null
+	ip link del fb0 2>/dev/null
 	ip link del hwa 2>/dev/null
 	modprobe -r rdma_rxe 2>/dev/null
 }
@@ -31,10 +33,11 @@ trap cleanup EXIT
 ktap_print_header
 require rdma ip insmod rmmod dmesg "$PY"
 [ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
-ktap_set_plan 12
+ktap_set_plan 15
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 POLICY=/sys/kernel/debug/ferroce/hw_policy
+LISTING=/sys/kernel/debug/ferroce/hw_netdevs
 ip link add hwa type veth peer name hwb || ktap_exit_fail_msg "cannot create veth"
 ip link set hwa up && ip link set hwb up
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
@@ -141,10 +144,68 @@ kept_beside() {
 	rdma link add fer0 type rxe netdev hwa || return 1
 	n=$(dmesg | wc -l)
 	echo force >"$POLICY" && standin && sleep 1 && [ -e /sys/class/infiniband/fer0 ] &&
-		log_since "$n" | grep -q 'fer0: stays on hwa beside hardware device roce_standin0' && ok=0
+		log_since "$n" | grep -q 'fer0: stays on hwa beside hardware device roce_standin0' &&
+		listed hwa roce_standin0 fer0 && ok=0
 	log_since "$n" | grep 'fer0' | sed 's/^/# /'
 	echo defer >"$POLICY"
 	rdma link del fer0 && return $ok
+}
+
+# listed LINE: hw_netdevs has LINE ("netdev hardware ferroce-device-or-dash").
+listed() {
+	sed 's/^/# /' "$LISTING"
+	grep -qx "$*" "$LISTING"
+}
+
+# bond_hwa: bond fb0, up, with hwa as its port.
+bond_hwa() {
+	ip link add fb0 type bond mode active-backup && ip link set hwa down &&
+		ip link set hwa master fb0 && ip link set fb0 up
+}
+
+# unbond_hwa: fb0 gone, hwa up again.
+unbond_hwa() {
+	ip link del fb0
+	ip link set hwa up
+}
+
+# bond_refused: under defer, rdma link add on a bond with hwa as its port fails with EBUSY,
+# naming the stand-in once in the log.
+bond_refused() {
+	local n out ok=1
+	bond_hwa || { unbond_hwa; return 1; }
+	n=$(dmesg | wc -l)
+	if out=$(rdma link add fer0 type rxe netdev fb0 2>&1); then
+		echo "# added: $out"
+		rdma link del fer0
+	else
+		echo "# rdma: $out"
+		log_since "$n" | grep 'fer0' | sed 's/^/# /'
+		[[ "$out" == *"busy"* ]] && ! [ -e /sys/class/infiniband/fer0 ] &&
+			[ "$(log_since "$n" | grep -c 'fer0: not added: RoCE on fb0 is served by hardware device roce_standin0')" -eq 1 ] &&
+			listed fb0 roce_standin0 - && ok=0
+	fi
+	unbond_hwa
+	return $ok
+}
+
+# bond_taken_over: fer0 on bond fb0 (port hwa) goes when the stand-in appears on hwa (defer).
+bond_taken_over() {
+	local n i ok=1
+	rmmod roce_standin 2>/dev/null
+	bond_hwa && rdma link add fer0 type rxe netdev fb0 || { unbond_hwa; return 1; }
+	n=$(dmesg | wc -l)
+	if standin; then
+		for i in $(seq 50); do [ -e /sys/class/infiniband/fer0 ] || break; sleep 0.2; done
+		log_since "$n" | grep 'fer0' | sed 's/^/# /'
+		! [ -e /sys/class/infiniband/fer0 ] &&
+			[ "$(log_since "$n" | grep -c 'fer0: removed: RoCE on fb0 is now served by hardware device roce_standin0')" -eq 1 ] &&
+			ok=0
+	fi
+	rdma link del fer0 2>/dev/null
+	rmmod roce_standin
+	unbond_hwa
+	return $ok
 }
 
 # ktap_test_result runs its command unquoted: each check is one word.
@@ -156,9 +217,14 @@ echo force >"$POLICY"
 ktap_test_result "force: rdma link add on hwa succeeds, with a warning naming roce_standin0" added_beside
 echo defer >"$POLICY"
 ktap_test_result "defer again: refused again" refused
+ktap_test_result "hw_netdevs lists hwa as served by roce_standin0, with no device of ours" \
+	listed hwa roce_standin0 -
+ktap_test_result "defer: rdma link add on a bond with hwa as its port fails with EBUSY" bond_refused
 ktap_test_result "a stand-in with siw's driver id is software: defer adds the device" software_standin
 rmmod roce_standin
 ktap_test_result "without the stand-in, hwa gets a device" added fer0 hwa
+ktap_test_result "defer: a stand-in that appears under a bond's port removes the bond's device" \
+	bond_taken_over
 ktap_test_result "defer: a stand-in that appears later removes fer0; a process holding it survives" \
 	taken_over
 ktap_test_result "force: a stand-in that appears later leaves fer0, with a warning" kept_beside

@@ -135,10 +135,15 @@ put:
 	return err;
 }
 
+/*
+ * As mlx5_ib does: the device goes first, still bound to its netdev, so that RDMA clients see
+ * which netdev it served. (Unregistering the notifier first would replay NETDEV_UNREGISTER to
+ * it for every netdev, and let go of the netdev before.)
+ */
 static void __exit standin_exit(void)
 {
-	unregister_netdevice_notifier(&standin_nb);
 	ib_unregister_device(&standin->ibdev);
+	unregister_netdevice_notifier(&standin_nb);
 	ib_dealloc_device(&standin->ibdev);
 }
 

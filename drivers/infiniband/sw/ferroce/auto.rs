@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Auto-provisioning, opted into with the module parameter `auto_netdevs` (comma-separated
+//! globs of netdev names, `proto::netdev_pattern`): every Ethernet netdev whose name matches,
+//! in every namespace, gets a device named `rxe_<netdev>` unless it has one already or a
+//! hardware device serves its RoCE (see [`crate::hw`]; auto-provisioning never adds beside
+//! hardware, whatever `hw_policy` says). Netdevs that appear later, are renamed to a matching
+//! name, or are handed back by a hardware device that goes away, are looked at too. A device
+//! goes with its netdev, as any other (the driver's netdev notifier). VLANs and loopback are
+//! never provisioned.
+//!
+//! Netdev events come under `RTNL`, which registering a device takes itself: they only queue
+//! a look at the netdev, on an ordered queue of the module's, so that looks never race.
+
+use crate::{
+    device::{self, Ferroce},
+    hw::serving_hardware,
+    proto::netdev_pattern,
+};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    debugfs::Dir,
+    impl_has_work,
+    net::{
+        netdevice::{LinkType, NetDevice},
+        notifier::{NetdevEvent, NetdevNotifier, NetdevNotifierHandler},
+    },
+    new_work,
+    prelude::*,
+    rdma::device::Device,
+    str::{BStr, CString},
+    sync::{aref::ARef, Arc},
+    workqueue::{OwnedQueue, Work, WorkItem},
+};
+
+/// How many names a device tries: `rxe_<netdev>`, then `rxe_<netdev>_1` and on, for netdevs of
+/// one name in several namespaces (device names are global).
+const NAME_TRIES: u32 = 8;
+
+/// Decides which netdevs get a device, and makes them.
+pub(crate) struct Provisioner {
+    /// The module parameter's text: it lives as long as the module.
+    patterns: &'static [u8],
+    /// The looks at netdevs, one at a time; drained when the last reference goes, which the
+    /// module drops before its devices.
+    queue: OwnedQueue,
+    /// `ferroce/` in debugfs, for the devices' directories.
+    debugfs: Dir,
+    /// Cleared at module unload, before the hardware watch lets go of every device.
+    open: AtomicBool,
+}
+
+impl Provisioner {
+    /// The provisioner if `auto_netdevs` names any netdev, or `None`.
+    pub(crate) fn new(debugfs: &Dir) -> Result<Option<Arc<Self>>> {
+        let patterns = crate::module_parameters::auto_netdevs
+            .value_ref()
+            .as_bytes();
+        if patterns.trim_ascii().is_empty() {
+            return Ok(None);
+        }
+        pr_info!(
+            "ferroce: auto-provisioning netdevs matching '{}'\n",
+            BStr::from_bytes(patterns)
+        );
+        let this = Self {
+            patterns,
+            queue: OwnedQueue::new_ordered(c"ferroce_auto")?,
+            debugfs: debugfs.clone(),
+            open: AtomicBool::new(true),
+        };
+        Ok(Some(Arc::new(this, GFP_KERNEL)?))
+    }
+
+    /// No more looks: the module is going.
+    pub(crate) fn close(&self) {
+        self.open.store(false, Ordering::Relaxed);
+    }
+
+    /// Queues a look at `netdev` if its name matches and it is a plain Ethernet device. A
+    /// hardware device with index `except` (one going away) does not count as serving it.
+    pub(crate) fn request(&self, netdev: &NetDevice, except: Option<u32>) {
+        if !self.open.load(Ordering::Relaxed)
+            || netdev.link_type() != LinkType::Ether
+            || netdev.is_vlan()
+            || !netdev_pattern::matches_any(self.patterns, netdev.name().to_bytes())
+        {
+            return;
+        }
+        let look = KBox::pin_init(
+            pin_init!(Look {
+                netdev: netdev.into(),
+                debugfs: self.debugfs.clone(),
+                except,
+                work <- new_work!("ferroce::auto::Look::work"),
+            }),
+            GFP_KERNEL,
+        );
+        match look {
+            Ok(look) => self.queue.enqueue(look),
+            Err(e) => pr_warn!(
+                "ferroce: {}: not provisioned: no memory ({:?})\n",
+                netdev.name(),
+                e
+            ),
+        }
+    }
+}
+
+/// A look at one netdev, queued.
+#[pin_data]
+struct Look {
+    netdev: ARef<NetDevice>,
+    debugfs: Dir,
+    except: Option<u32>,
+    #[pin]
+    work: Work<Look>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Look { self.work }
+}
+
+impl WorkItem for Look {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        this.provision();
+    }
+}
+
+impl Look {
+    /// Makes the netdev's device, unless it has one or hardware serves its RoCE.
+    fn provision(&self) {
+        let netdev = &*self.netdev;
+        if Device::<Ferroce>::get_by_netdev(netdev).is_some() {
+            return;
+        }
+        if let Some(hw) = serving_hardware(netdev, self.except) {
+            pr_info!(
+                "ferroce: {}: no device (auto_netdevs): its RoCE is served by hardware device {}\n",
+                netdev.name(),
+                hw.name()
+            );
+            return;
+        }
+        for attempt in 0..NAME_TRIES {
+            let name = match device_name(netdev, attempt) {
+                Ok(name) => name,
+                Err(e) => {
+                    pr_warn!("ferroce: {}: not provisioned ({:?})\n", netdev.name(), e);
+                    return;
+                }
+            };
+            match device::add(&self.debugfs, &name, netdev) {
+                Ok(()) => return self.recheck(&name),
+                // The name is taken (a netdev of the same name elsewhere): try the next one.
+                Err(e) if e == ENFILE => continue,
+                // Gone meanwhile, or has a device now: nothing to do.
+                Err(e) if e == ENODEV || e == EEXIST => return,
+                Err(e) => {
+                    pr_warn!(
+                        "{}: not provisioned on {} ({:?})\n",
+                        &*name,
+                        netdev.name(),
+                        e
+                    );
+                    return;
+                }
+            }
+        }
+        pr_warn!(
+            "ferroce: {}: not provisioned: {} names taken\n",
+            netdev.name(),
+            NAME_TRIES
+        );
+    }
+
+    /// After device `name` registered: a hardware device enabled meanwhile may have missed it;
+    /// then the device goes again (see `HwPolicy::recheck`).
+    fn recheck(&self, name: &CStr) {
+        let netdev = &*self.netdev;
+        let Some(hw) = serving_hardware(netdev, self.except) else {
+            return;
+        };
+        pr_warn!(
+            "{}: removed: RoCE on {} is served by hardware device {}, registered meanwhile\n",
+            name,
+            netdev.name(),
+            hw.name()
+        );
+        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+            dev.unregister_queued();
+        }
+    }
+}
+
+/// `rxe_<netdev>`, or `rxe_<netdev>_<attempt>` after the first attempt.
+fn device_name(netdev: &NetDevice, attempt: u32) -> Result<CString> {
+    if attempt == 0 {
+        CString::try_from_fmt(fmt!("rxe_{}", netdev.name()))
+    } else {
+        CString::try_from_fmt(fmt!("rxe_{}_{}", netdev.name(), attempt))
+    }
+}
+
+/// Sees netdevs come (and, at registration, every netdev there is) and asks for a look.
+pub(crate) struct AutoNetdevs(Arc<Provisioner>);
+
+impl NetdevNotifierHandler for AutoNetdevs {
+    fn event(&self, netdev: &NetDevice, event: NetdevEvent) {
+        if matches!(event, NetdevEvent::Register | NetdevEvent::ChangeName) {
+            self.0.request(netdev, None);
+        }
+    }
+}
+
+/// Starts auto-provisioning, if `provisioner` is on: a look at every netdev there is, then at
+/// every netdev that comes or is renamed.
+pub(crate) fn watch(
+    provisioner: Option<Arc<Provisioner>>,
+) -> Result<Option<Pin<KBox<NetdevNotifier<AutoNetdevs>>>>> {
+    provisioner
+        .map(|p| KBox::pin_init(NetdevNotifier::register(AutoNetdevs(p)), GFP_KERNEL))
+        .transpose()
+}

@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Auto-provisioning (issue 20): `modprobe rdma_rxe auto_netdevs=GLOBS` gives every matching
+# Ethernet netdev, in every namespace, a device rxe_<netdev>, unless hardware RoCE serves it
+# (roce_standin.ko stands in for a RoCE NIC on hwa, as in ferroce_hw.sh). Netdevs that come
+# later or are renamed to a matching name get one; a device goes with its netdev; a hardware
+# device that goes away hands its netdev back. Loopback and VLANs never get one.
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+STANDIN=${FERROCE_ROCE_STANDIN:-}
+NS1=fauto_ns1
+NS2=fauto_ns2
+
+cleanup() {
+	modprobe -r rdma_rxe 2>/dev/null
+	rmmod roce_standin 2>/dev/null
+	ip link del hwa 2>/dev/null
+	ip link del fa3 2>/dev/null
+	ip link del fa1 2>/dev/null
+	ip link del fa5 2>/dev/null
+	ip netns del "$NS1" 2>/dev/null
+	ip netns del "$NS2" 2>/dev/null
+}
+trap cleanup EXIT
+
+ktap_print_header
+require rdma ip insmod rmmod dmesg
+[ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
+ktap_set_plan 9
+
+modprobe -r rdma_rxe 2>/dev/null
+ip netns add "$NS1" && ip netns add "$NS2" || ktap_exit_fail_msg "cannot create namespaces"
+# Two plain veths in two namespaces; hwa (the stand-in's) and hwb with a VLAN on it here.
+ip -n "$NS1" link add fa1 type veth peer name fa2 netns "$NS2" &&
+	ip link add hwa type veth peer name hwb &&
+	ip link add link hwb name hwb.7 type vlan id 7 ||
+	ktap_exit_fail_msg "cannot create netdevs"
+insmod "$STANDIN" netdev=hwa || ktap_exit_fail_msg "cannot load the stand-in"
+
+# too_long: a value over 256 bytes fails the load (the parameter holds a copy of that size);
+# modinfo calls the parameter a charp, as C string parameters are.
+too_long() {
+	modinfo -F parm rdma_rxe | grep -q '^auto_netdevs:.*(charp)$' &&
+		! modprobe rdma_rxe "auto_netdevs=$(printf 'fa%.0s' $(seq 129))" 2>/dev/null &&
+		! lsmod | grep -q '^rdma_rxe '
+}
+ktap_test_result "auto_netdevs over 256 bytes fails the load; modinfo says charp" too_long
+
+LOG0=$(dmesg | wc -l)
+modprobe rdma_rxe "auto_netdevs=fa*, hw*,lo" || ktap_exit_fail_msg "modprobe rdma_rxe failed"
+
+# has DEV: device DEV exists within 20 s (provisioning is asynchronous, and slow under TCG).
+has() {
+	local i
+	for i in $(seq 100); do [ -e "/sys/class/infiniband/$1" ] && return 0; sleep 0.2; done
+	return 1
+}
+
+# gone DEV: device DEV does not exist within 20 s.
+gone() {
+	local i
+	for i in $(seq 100); do [ -e "/sys/class/infiniband/$1" ] || return 0; sleep 0.2; done
+	return 1
+}
+
+# on_netdev NS DEV NETDEV: seen from namespace NS, DEV's port is on NETDEV.
+on_netdev() {
+	ip netns exec "$1" rdma link show "$2/1" | grep -qw "netdev $3"
+}
+
+# namespaces: fa1 (in one namespace) and fa2 (in another) got rxe_fa1 and rxe_fa2.
+namespaces() {
+	has rxe_fa1 && has rxe_fa2 && on_netdev "$NS1" rxe_fa1 fa1 && on_netdev "$NS2" rxe_fa2 fa2
+}
+
+# skipped: hwb got a device; hwa (the stand-in's) did not, with one log line naming the
+# stand-in; lo and the VLAN hwb.7 did not either.
+skipped() {
+	has rxe_hwb || return 1
+	dmesg | tail -n +$((LOG0 + 1)) | grep -E 'hwa|rxe_' | sed 's/^/# /'
+	[ "$(dmesg | tail -n +$((LOG0 + 1)) |
+		grep -c 'hwa: no device (auto_netdevs): its RoCE is served by hardware device roce_standin0')" -eq 1 ] &&
+		! [ -e /sys/class/infiniband/rxe_hwa ] && ! [ -e /sys/class/infiniband/rxe_lo ] &&
+		! [ -e /sys/class/infiniband/rxe_hwb.7 ] && [ "$(rdma link show | grep -c 'netdev hwb\b')" -eq 1 ]
+}
+
+# later: a veth created now (fa3 here, fa4 in a namespace) gets devices, and so does one
+# called fa1 like the namespace's: its device takes the next name, rxe_fa1_1.
+later() {
+	ip link add fa3 type veth peer name fa4 netns "$NS1" && ip link add fa1 type veth peer name fz1 &&
+		has rxe_fa3 && has rxe_fa4 && has rxe_fa1_1 && on_netdev "$NS1" rxe_fa4 fa4 &&
+		rdma link show rxe_fa1_1/1 | grep -qw 'netdev fa1' && ! [ -e /sys/class/infiniband/rxe_fz1 ]
+}
+
+# renamed: a netdev renamed to a matching name gets a device.
+renamed() {
+	ip link add zz5 type dummy && ! has_soon rxe_zz5 && ip link set zz5 name fa5 && has rxe_fa5
+}
+
+# has_soon DEV: DEV appears within 2 s (for what must not appear).
+has_soon() {
+	local i
+	for i in $(seq 10); do [ -e "/sys/class/infiniband/$1" ] && return 0; sleep 0.2; done
+	return 1
+}
+
+# netdev_gone: deleting fa3 removes rxe_fa3 and its peer's rxe_fa4; deleting a namespace
+# deletes its veth fa2, and with it the peer fa1: both devices go, rxe_fa1_1 stays.
+netdev_gone() {
+	ip link del fa3 && gone rxe_fa3 && gone rxe_fa4 && ip netns del "$NS2" && gone rxe_fa2 &&
+		gone rxe_fa1 && has rxe_fa1_1
+}
+
+# handed_back: unloading the stand-in gives hwa a device.
+handed_back() {
+	rmmod roce_standin && has rxe_hwa && rdma link show rxe_hwa/1 | grep -qw 'netdev hwa'
+}
+
+# taken_again: the stand-in loaded again takes hwa's device away (defer).
+taken_again() {
+	insmod "$STANDIN" netdev=hwa && gone rxe_hwa && has rxe_hwb
+}
+
+# unload: removing the module removes every device it made (the stand-in's stays).
+unload() {
+	modprobe -r rdma_rxe && ! rdma link show | grep -q 'rxe_' &&
+		! ls /sys/class/infiniband | grep -q '^rxe_' && [ -e /sys/class/infiniband/roce_standin0 ]
+}
+
+ktap_test_result "two veths in two namespaces get rxe_fa1 and rxe_fa2" namespaces
+ktap_test_result "hwb gets a device; hwa (stand-in), lo and the VLAN hwb.7 do not" skipped
+ktap_test_result "veths created later get devices; a second fa1 gets rxe_fa1_1" later
+ktap_test_result "a netdev renamed to a matching name gets a device" renamed
+ktap_test_result "a deleted netdev or namespace takes its devices along" netdev_gone
+ktap_test_result "the stand-in unloaded: hwa gets a device" handed_back
+ktap_test_result "the stand-in loaded again: hwa's device goes (defer)" taken_again
+ktap_test_result "rmmod removes every provisioned device" unload
+
+ktap_finished
