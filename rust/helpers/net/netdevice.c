@@ -36,10 +36,9 @@ rust_helper_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info)
 	return netdev_notifier_info_to_dev(info);
 }
 
-/* `reg_state` is a bit-field, which bindgen cannot read. */
-__rust_helper u8 rust_helper_netdev_reg_state(const struct net_device *dev)
+__rust_helper bool rust_helper_netif_is_lag_port(const struct net_device *dev)
 {
-	return dev->reg_state;
+	return netif_is_lag_port(dev);
 }
 
 #endif

@@ -55,6 +55,17 @@ impl Namespace {
         self.0.get()
     }
 
+    /// Whether the initial user namespace owns this namespace: the host's administrator made
+    /// it, not an unprivileged user in a user namespace of their own.
+    pub fn is_init_user_owned(&self) -> bool {
+        // SAFETY: By the type invariant the namespace is alive; `user_ns` is set for good at
+        // creation. `init_user_ns` is a static.
+        core::ptr::eq(
+            unsafe { (*self.as_raw()).user_ns },
+            &raw const bindings::init_user_ns,
+        )
+    }
+
     /// Returns the per-namespace data of `T`, or `None` while `T` is not registered.
     ///
     /// The borrow must end before `T`'s [`PernetRegistration`] is dropped; callers are the

@@ -122,12 +122,19 @@ impl NetDevice {
     }
 
     /// Whether the device is registered: not yet being unregistered. Under `RTNL`, which
-    /// orders it with the `NETDEV_UNREGISTER` event that follows the change.
+    /// orders it with the `NETDEV_UNREGISTER` event that follows a change.
     pub fn is_registered(&self, _rtnl: &Rtnl) -> bool {
-        // SAFETY: By the type invariant the device is valid; `reg_state` changes under `RTNL`,
-        // which the caller holds.
-        let state = unsafe { bindings::netdev_reg_state(self.as_raw()) };
+        // SAFETY: By the type invariant the device is valid. `reg_state` leaves `REGISTERED`
+        // only under `RTNL`, which the caller holds; a volatile read is the `READ_ONCE()` that
+        // the writes after unregistration (without `RTNL`) ask for.
+        let state = unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).reg_state) };
         u32::from(state) == bindings::netdev_reg_state_NETREG_REGISTERED
+    }
+
+    /// Whether the device is a port of a bond or team (`netif_is_lag_port`).
+    pub fn is_lag_port(&self) -> bool {
+        // SAFETY: By the type invariant the device is valid.
+        unsafe { bindings::netif_is_lag_port(self.as_raw()) }
     }
 
     /// The devices below this one (bond and team ports, a macvlan's or VLAN's real device),

@@ -299,9 +299,13 @@ impl OtherDevice {
     }
 
     /// Calls `f` with each netdev on which the device runs RoCE in hardware: none for a
-    /// software driver's device.
+    /// software driver's device, nor for one that reports its netdevs through the legacy
+    /// `get_netdev` op (mlx4): [`Self::hardware_roce_on`] cannot find those, and the two must
+    /// agree.
     pub fn for_each_hardware_roce_netdev(&self, mut f: impl FnMut(&NetDevice)) {
-        if !self.is_hardware() {
+        // SAFETY: By the type invariant the device is registered; its ops are set for good.
+        let legacy = unsafe { (*self.0.as_ptr()).ops.get_netdev.is_some() };
+        if !self.is_hardware() || legacy {
             return;
         }
         // SAFETY: By the type invariant we hold a registration reference: the port range is
@@ -385,6 +389,17 @@ impl<T: Driver> DeviceRef<T> {
     pub fn unregister_queued(self) {
         // SAFETY: By the type invariant the device is registered and has `dealloc_driver`.
         unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+
+    /// Unregisters the device and waits until it is gone, also when its unregistration was
+    /// queued before. Sleeps: not under `RTNL`, nor in a notifier.
+    pub fn unregister(self) {
+        let raw = self.as_raw();
+        // The reference goes with the call below.
+        core::mem::forget(self);
+        // SAFETY: We held a registration reference, which this drops; the device has
+        // `dealloc_driver`, so it is freed once unregistered, not by the caller.
+        unsafe { bindings::ib_unregister_device_and_put(raw) };
     }
 }
 

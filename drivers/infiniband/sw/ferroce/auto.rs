@@ -2,19 +2,21 @@
 
 //! Auto-provisioning, opted into with the module parameter `auto_netdevs` (comma-separated
 //! globs of netdev names, `proto::netdev_pattern`): every Ethernet netdev whose name matches,
-//! in every namespace, gets a device named `rxe_<netdev>` unless it has one already or a
-//! hardware device serves its RoCE (see [`crate::hw`]; auto-provisioning never adds beside
-//! hardware, whatever `hw_policy` says). Netdevs that appear later, are renamed to a matching
-//! name, or are handed back by a hardware device that goes away, are looked at too. A device
-//! goes with its netdev, as any other (the driver's netdev notifier). VLANs and loopback are
-//! never provisioned.
+//! in every namespace the host's administrator made (owned by the initial user namespace),
+//! gets a device named `rxe_<netdev>` unless it has one already or a hardware device serves
+//! its RoCE (see [`crate::hw`]; auto-provisioning never adds beside hardware, whatever
+//! `hw_policy` says). Netdevs that appear later, move in, are renamed to a matching name, or
+//! are handed back by a hardware device that goes away, are looked at too. A device goes with
+//! its netdev, as any other (the driver's netdev notifier). VLANs, loopback and the ports of
+//! bonds and teams are never provisioned. Namespaces of unprivileged users are left out: their
+//! netdevs could take the names that the host's own netdevs are to get.
 //!
 //! Netdev events come under `RTNL`, which registering a device takes itself: they only queue
 //! a look at the netdev, on an ordered queue of the module's, so that looks never race.
 
 use crate::{
     device::{self, Ferroce},
-    hw::serving_hardware,
+    hw::{serving_hardware, HwDevices},
     proto::netdev_pattern,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +29,7 @@ use kernel::{
     },
     new_work,
     prelude::*,
-    rdma::device::Device,
+    rdma::device::{Device, OtherDevice},
     str::{BStr, CString},
     sync::{aref::ARef, Arc},
     workqueue::{OwnedQueue, Work, WorkItem},
@@ -46,13 +48,16 @@ pub(crate) struct Provisioner {
     queue: OwnedQueue,
     /// `ferroce/` in debugfs, for the devices' directories.
     debugfs: Dir,
-    /// Cleared at module unload, before the hardware watch lets go of every device.
-    open: AtomicBool,
+    /// The hardware RoCE devices registered now.
+    hw: Arc<HwDevices>,
+    /// Cleared at module unload, before the hardware watch lets go of every device; looks
+    /// still queued then do nothing.
+    open: Arc<AtomicBool>,
 }
 
 impl Provisioner {
     /// The provisioner if `auto_netdevs` names any netdev, or `None`.
-    pub(crate) fn new(debugfs: &Dir) -> Result<Option<Arc<Self>>> {
+    pub(crate) fn new(debugfs: &Dir, hw: &Arc<HwDevices>) -> Result<Option<Arc<Self>>> {
         let patterns = crate::module_parameters::auto_netdevs
             .value_ref()
             .as_bytes();
@@ -67,7 +72,8 @@ impl Provisioner {
             patterns,
             queue: OwnedQueue::new_ordered(c"ferroce_auto")?,
             debugfs: debugfs.clone(),
-            open: AtomicBool::new(true),
+            hw: hw.clone(),
+            open: Arc::new(AtomicBool::new(true), GFP_KERNEL)?,
         };
         Ok(Some(Arc::new(this, GFP_KERNEL)?))
     }
@@ -77,13 +83,16 @@ impl Provisioner {
         self.open.store(false, Ordering::Relaxed);
     }
 
-    /// Queues a look at `netdev` if its name matches and it is a plain Ethernet device. A
-    /// hardware device with index `except` (one going away) does not count as serving it.
+    /// Queues a look at `netdev` if its name matches and it is a plain Ethernet device in a
+    /// namespace of the host's. A hardware device with index `except` (one going away) does
+    /// not count as serving it, unless it is registered again by the time the look runs.
     pub(crate) fn request(&self, netdev: &NetDevice, except: Option<u32>) {
         if !self.open.load(Ordering::Relaxed)
             || netdev.link_type() != LinkType::Ether
             || netdev.is_vlan()
+            || netdev.is_lag_port()
             || !netdev_pattern::matches_any(self.patterns, netdev.name().to_bytes())
+            || !netdev.net().is_some_and(|net| net.is_init_user_owned())
         {
             return;
         }
@@ -92,6 +101,9 @@ impl Provisioner {
                 netdev: netdev.into(),
                 debugfs: self.debugfs.clone(),
                 except,
+                patterns: self.patterns,
+                hw: self.hw.clone(),
+                open: self.open.clone(),
                 work <- new_work!("ferroce::auto::Look::work"),
             }),
             GFP_KERNEL,
@@ -113,6 +125,9 @@ struct Look {
     netdev: ARef<NetDevice>,
     debugfs: Dir,
     except: Option<u32>,
+    patterns: &'static [u8],
+    hw: Arc<HwDevices>,
+    open: Arc<AtomicBool>,
     #[pin]
     work: Work<Look>,
 }
@@ -133,10 +148,28 @@ impl Look {
     /// Makes the netdev's device, unless it has one or hardware serves its RoCE.
     fn provision(&self) {
         let netdev = &*self.netdev;
-        if Device::<Ferroce>::get_by_netdev(netdev).is_some() {
+        // The module is going, or the netdev was renamed away meanwhile.
+        if !self.open.load(Ordering::Relaxed)
+            || !netdev_pattern::matches_any(self.patterns, netdev.name().to_bytes())
+        {
             return;
         }
-        if let Some(hw) = serving_hardware(netdev, self.except) {
+        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+            if dev.data().serves_namespace_of(netdev) {
+                return;
+            }
+            // The device of the namespace the netdev left, on its way out: wait for it, so
+            // that its name and the netdev are free.
+            dev.unregister();
+        }
+        let hw = match self.serving_hardware() {
+            Ok(hw) => hw,
+            Err(e) => {
+                pr_warn!("ferroce: {}: not provisioned ({:?})\n", netdev.name(), e);
+                return;
+            }
+        };
+        if let Some(hw) = hw {
             pr_info!(
                 "ferroce: {}: no device (auto_netdevs): its RoCE is served by hardware device {}\n",
                 netdev.name(),
@@ -152,7 +185,7 @@ impl Look {
                     return;
                 }
             };
-            match device::add(&self.debugfs, &name, netdev) {
+            match device::add(&self.debugfs, &name, netdev, || Ok(())) {
                 Ok(()) => return self.recheck(&name),
                 // The name is taken (a netdev of the same name elsewhere): try the next one.
                 Err(e) if e == ENFILE => continue,
@@ -176,12 +209,26 @@ impl Look {
         );
     }
 
+    /// The hardware device serving the netdev; the one going away counts if it is back.
+    fn serving_hardware(&self) -> Result<Option<OtherDevice>> {
+        let except = self.except.filter(|&index| !self.hw.contains(index));
+        serving_hardware(&self.netdev, except)
+    }
+
     /// After device `name` registered: a hardware device enabled meanwhile may have missed it;
-    /// then the device goes again (see `HwPolicy::recheck`).
+    /// then the device goes again (see `HwPolicy::recheck`). No answer counts as hardware.
     fn recheck(&self, name: &CStr) {
         let netdev = &*self.netdev;
-        let Some(hw) = serving_hardware(netdev, self.except) else {
-            return;
+        let hw = match self.serving_hardware() {
+            Ok(None) => return,
+            Ok(Some(hw)) => hw,
+            Err(e) => {
+                pr_warn!("{}: removed: hardware RoCE not ruled out ({:?})\n", name, e);
+                if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+                    dev.unregister_queued();
+                }
+                return;
+            }
         };
         pr_warn!(
             "{}: removed: RoCE on {} is served by hardware device {}, registered meanwhile\n",

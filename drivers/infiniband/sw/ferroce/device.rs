@@ -7,7 +7,7 @@ use crate::{
     cc::Cc,
     counters::{Counter, Counters, DESCS},
     cq::FerroceCq,
-    hw::{HwDevices, HwPolicyFile, HW_POLICY},
+    hw::HW_POLICY,
     limits,
     mr::{FerroceMr, MrTable},
     net::PortsUse,
@@ -16,7 +16,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    debugfs::{Dir, File},
+    debugfs::Dir,
     net::{
         netdevice::{LinkType, NetDevice, Rtnl},
         notifier::{NetdevEvent, NetdevNotifierHandler},
@@ -70,10 +70,15 @@ pub(crate) struct FerroceDevice {
     /// ECN congestion control.
     pub(crate) cc: Cc,
     /// Keeps the namespace's UDP port open while the device exists.
-    _ports: PortsUse,
+    ports: PortsUse,
 }
 
 impl FerroceDevice {
+    /// Whether the device's sockets are those of the namespace `netdev` is in now.
+    pub(crate) fn serves_namespace_of(&self, netdev: &NetDevice) -> bool {
+        self.ports.serves(netdev)
+    }
+
     /// The active IB MTU in bytes.
     pub(crate) fn ib_mtu(&self) -> u32 {
         self.ib_mtu.load(Ordering::Relaxed)
@@ -303,30 +308,14 @@ impl Drop for NewlinkGuard {
 
 /// What the module gives every device it creates.
 pub(crate) struct Links {
-    /// What to do on a netdev with hardware RoCE: `ferroce/hw_policy` in debugfs.
-    _hw_policy: Pin<KBox<File<HwPolicyFile>>>,
-    /// Which netdevs hardware devices serve: `ferroce/hw_netdevs` in debugfs.
-    _hw_netdevs: Pin<KBox<File<Arc<HwDevices>>>>,
     /// `ferroce/` in debugfs: a directory per device.
     debugfs: Dir,
 }
 
 impl Links {
     /// `debugfs` is the module's `ferroce/` directory.
-    pub(crate) fn new(debugfs: Dir, hw: Arc<HwDevices>) -> Result<Self> {
-        let hw_policy = debugfs.read_write_callback_file(
-            c"hw_policy",
-            Ok::<_, Error>(HwPolicyFile::new()),
-            &HwPolicyFile::show,
-            &HwPolicyFile::store,
-        );
-        let hw_netdevs =
-            debugfs.read_callback_file(c"hw_netdevs", Ok::<_, Error>(hw), &HwDevices::show);
-        Ok(Self {
-            _hw_policy: KBox::pin_init(hw_policy, GFP_KERNEL)?,
-            _hw_netdevs: KBox::pin_init(hw_netdevs, GFP_KERNEL)?,
-            debugfs,
-        })
+    pub(crate) fn new(debugfs: Dir) -> Self {
+        Self { debugfs }
     }
 }
 
@@ -338,15 +327,22 @@ impl LinkOps for Ferroce {
     const CONTEXT: &'static ContextSlot<Links> = &LINKS;
 
     fn newlink(links: &Links, name: &CStr, netdev: &NetDevice) -> Result {
-        HW_POLICY.admit(name, netdev)?;
-        add(&links.debugfs, name, netdev)?;
+        add(&links.debugfs, name, netdev, || {
+            HW_POLICY.admit(name, netdev)
+        })?;
         HW_POLICY.recheck(name, netdev)
     }
 }
 
 /// Makes device `name` on `netdev`, with its debugfs directory under `debugfs`: for
-/// `rdma link add` and auto-provisioning alike, after their hardware RoCE checks.
-pub(crate) fn add(debugfs: &Dir, name: &CStr, netdev: &NetDevice) -> Result {
+/// `rdma link add` and auto-provisioning alike. `admit` says whether hardware RoCE there
+/// allows it, once the netdev is known to be one that takes a device and has none.
+pub(crate) fn add(
+    debugfs: &Dir,
+    name: &CStr,
+    netdev: &NetDevice,
+    admit: impl FnOnce() -> Result,
+) -> Result {
     if netdev.is_vlan() {
         pr_warn!(
             "{}: refusing VLAN device {}: add the link on its real device\n",
@@ -377,6 +373,7 @@ pub(crate) fn add(debugfs: &Dir, name: &CStr, netdev: &NetDevice) -> Result {
         );
         return Err(EEXIST);
     }
+    admit()?;
     let guid = match netdev.mac_addr() {
         Some(mac) => eui64::from_mac(mac),
         // CAST: Interface indexes are positive.
@@ -396,7 +393,7 @@ pub(crate) fn add(debugfs: &Dir, name: &CStr, netdev: &NetDevice) -> Result {
         ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
         netdev: netdev.into(),
         cc: Cc::new(debugfs, name)?,
-        _ports: PortsUse::get(netdev)?,
+        ports: PortsUse::get(netdev)?,
     };
     let opts = DeviceOptions {
         name,
@@ -406,17 +403,24 @@ pub(crate) fn add(debugfs: &Dir, name: &CStr, netdev: &NetDevice) -> Result {
         uverbs_cmd_mask: uverbs_cmd::POST_SEND | uverbs_cmd::REQ_NOTIFY_CQ,
     };
     Device::<Ferroce>::register(&opts, Ok::<_, Error>(data))?;
-    // A netdev unregistered meanwhile sent its `NETDEV_UNREGISTER` before the device could be
-    // found by it: nothing would remove the device, and the netdev would wait for it forever.
-    // Under RTNL, a netdev still registered sends that event later, and it finds the device.
-    let gone = !netdev.is_registered(&Rtnl::lock());
-    if gone {
+    // A netdev unregistered or moved to another namespace meanwhile sent its
+    // `NETDEV_UNREGISTER` before the device could be found by it: the device would stay on a
+    // dead netdev (until the netdev core's next reminder), or on one in a namespace whose
+    // sockets it does not have. Under RTNL, a netdev still registered here sends that event
+    // later, and it finds the device.
+    let rtnl = Rtnl::lock();
+    let dev = Device::<Ferroce>::get_by_netdev(netdev);
+    let stale = dev
+        .as_ref()
+        .is_none_or(|dev| !netdev.is_registered(&rtnl) || !dev.data().serves_namespace_of(netdev));
+    drop(rtnl);
+    if stale {
         pr_warn!(
-            "{}: not added: {} went away meanwhile\n",
+            "{}: not added: {} went away or moved meanwhile\n",
             name,
             netdev.name()
         );
-        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+        if let Some(dev) = dev {
             dev.unregister_queued();
         }
         return Err(ENODEV);

@@ -64,7 +64,7 @@ module! {
         },
         hw_force: bool {
             default: false,
-            description: "Add devices also on netdevs whose RoCE a hardware RDMA device serves (default: refuse with EBUSY, naming it); then debugfs ferroce/hw_policy",
+            description: "Add devices also on netdevs whose RoCE a hardware RDMA device serves (default: refuse with EBUSY, naming it); then /sys/kernel/ferroce/hw_policy",
         },
         auto_netdevs: str {
             default: "",
@@ -78,13 +78,14 @@ module! {
 }
 
 /// Module state. Fields drop in order: no more watching for hardware RoCE (it removes and
-/// provisions devices), no more auto-provisioning (its queue drains), no new links, then every
-/// device goes, then the notifier (unregistering it replays events for every netdev, so no
-/// device may be left), then the per-namespace sockets.
+/// provisions devices), its sysfs files, no more auto-provisioning (its queue drains), no new
+/// links, then every device goes, then the notifier (unregistering it replays events for every
+/// netdev, so no device may be left), then the per-namespace sockets.
 #[pin_data(PinnedDrop)]
 struct FerroceModule {
     #[pin]
     hw_watch: ClientRegistration<hw::HwWatch>,
+    hw_files: Pin<KBox<hw::HwFiles>>,
     auto: Option<Pin<KBox<NetdevNotifier<auto::AutoNetdevs>>>>,
     #[pin]
     link: LinkRegistration<Ferroce>,
@@ -102,13 +103,17 @@ impl kernel::InPlaceModule for FerroceModule {
             proto::ROCE_V2_UDP_PORT
         );
         let debugfs = Dir::new(c"ferroce");
-        let provisioner = auto::Provisioner::new(&debugfs);
         let hw_devices = hw::HwDevices::new();
+        let provisioner = match &hw_devices {
+            Ok(hw) => auto::Provisioner::new(&debugfs, hw),
+            Err(e) => Err(*e),
+        };
         try_pin_init!(Self {
             sockets <- PernetRegistration::register(),
             notifier <- NetdevNotifier::register(Ferroce),
             devices: DriverDevices::new(),
-            link <- LinkRegistration::register(device::Links::new(debugfs, hw_devices.clone()?)),
+            hw_files: hw::HwFiles::new(hw_devices.clone()?)?,
+            link <- LinkRegistration::register(Ok::<_, Error>(device::Links::new(debugfs))),
             auto: auto::watch(provisioner.clone()?)?,
             hw_watch <- ClientRegistration::register(Ok::<_, Error>(hw::HwWatchState {
                 auto: provisioner?,

@@ -7,12 +7,12 @@
 //! port, a macvlan's real device), and says which device to use; `force` makes one anyway,
 //! with a warning. The same holds for a hardware device that appears after ferroce's: under
 //! `defer` ferroce's device goes. The policy is the module parameter `hw_force` at load, then
-//! debugfs `ferroce/hw_policy` (`defer` or `force`). A hardware device that goes away hands its
+//! `/sys/kernel/ferroce/hw_policy` (`defer` or `force`). A hardware device that goes away hands its
 //! netdevs to auto-provisioning ([`crate::auto`]), if it is on.
 
 use crate::{auto::Provisioner, device::Ferroce};
 use core::{
-    fmt,
+    fmt::{self, Write},
     sync::atomic::{AtomicBool, Ordering},
 };
 use kernel::{
@@ -24,25 +24,26 @@ use kernel::{
         device::{Device, OtherDevice},
         slot::ContextSlot,
     },
+    str::Formatter,
     sync::{Arc, Mutex},
-    uaccess::UserSliceReader,
+    sysfs::{Attr, AttrFile, KernelDir},
 };
 
 /// The hardware device that serves RoCE on `netdev`, or on a device below it (a bond's or
 /// team's port, a macvlan's real device), other than the device with index `except` (one
-/// being removed). A netdev whose lowers cannot be listed (no memory) counts as served by
-/// nothing below it.
-pub(crate) fn serving_hardware(netdev: &NetDevice, except: Option<u32>) -> Option<OtherDevice> {
+/// being removed). `ENOMEM` if the devices below cannot be listed: no answer is not "none".
+pub(crate) fn serving_hardware(
+    netdev: &NetDevice,
+    except: Option<u32>,
+) -> Result<Option<OtherDevice>> {
     let other = |hw: &OtherDevice| Some(hw.index()) != except;
-    OtherDevice::hardware_roce_on(netdev)
-        .find(other)
-        .or_else(|| {
-            netdev
-                .lowers()
-                .ok()?
-                .iter()
-                .find_map(|lower| OtherDevice::hardware_roce_on(lower).find(other))
-        })
+    if let Some(hw) = OtherDevice::hardware_roce_on(netdev).find(other) {
+        return Ok(Some(hw));
+    }
+    Ok(netdev
+        .lowers()?
+        .iter()
+        .find_map(|lower| OtherDevice::hardware_roce_on(lower).find(other)))
 }
 
 /// What `rdma link add` does on a netdev whose RoCE a hardware device serves, and what
@@ -51,34 +52,54 @@ pub(crate) struct HwPolicy {
     force: AtomicBool,
 }
 
-/// The module's policy: `hw_force` sets it at load, debugfs after.
+/// The module's policy: `hw_force` sets it at load, `/sys/kernel/ferroce/hw_policy` after.
 pub(crate) static HW_POLICY: HwPolicy = HwPolicy {
     force: AtomicBool::new(false),
 };
 
-/// `ferroce/hw_policy` in debugfs: reads and sets [`HW_POLICY`].
-pub(crate) struct HwPolicyFile;
+/// `/sys/kernel/ferroce/`: `hw_policy` reads and sets [`HW_POLICY`]; `hw_netdevs` lists the
+/// netdevs that hardware devices serve. The files keep their directory.
+#[pin_data]
+pub(crate) struct HwFiles {
+    #[pin]
+    policy: AttrFile<PolicyAttr>,
+    #[pin]
+    netdevs: AttrFile<NetdevsAttr>,
+}
 
-impl HwPolicyFile {
-    /// The file, with the policy set from the module parameter `hw_force`.
-    pub(crate) fn new() -> Self {
+impl HwFiles {
+    /// The files, with the policy set from the module parameter `hw_force`.
+    pub(crate) fn new(devices: Arc<HwDevices>) -> Result<Pin<KBox<Self>>> {
         HW_POLICY.force.store(
             crate::module_parameters::hw_force.value(),
             Ordering::Relaxed,
         );
-        Self
+        let dir = KernelDir::new(c"ferroce")?;
+        KBox::pin_init(
+            try_pin_init!(Self {
+                policy <- AttrFile::new(&dir, c"hw_policy", 0o644, PolicyAttr),
+                netdevs <- AttrFile::new(&dir, c"hw_netdevs", 0o444, NetdevsAttr(devices)),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// `hw_policy`: `defer` or `force`.
+struct PolicyAttr;
+
+impl Attr for PolicyAttr {
+    fn show(&self, out: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(
+            out,
+            "{}",
+            if HW_POLICY.forced() { "force" } else { "defer" }
+        )
     }
 
-    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}", if HW_POLICY.forced() { "force" } else { "defer" })
-    }
-
-    /// `defer` or `force`; anything else is refused with `EINVAL`.
-    pub(crate) fn store(&self, r: &mut UserSliceReader) -> Result {
-        let mut buf = [0u8; 8];
-        let buf = buf.get_mut(..r.len()).ok_or(EINVAL)?;
-        r.read_slice(buf)?;
-        let force = match core::str::from_utf8(buf).map(str::trim) {
+    /// `defer` or `force` (a trailing newline is fine); anything else: `EINVAL`.
+    fn store(&self, input: &[u8]) -> Result {
+        let force = match core::str::from_utf8(input).map(str::trim) {
             Ok("defer") => false,
             Ok("force") => true,
             _ => {
@@ -88,6 +109,15 @@ impl HwPolicyFile {
         };
         HW_POLICY.force.store(force, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// `hw_netdevs`: see [`HwDevices::list`].
+struct NetdevsAttr(Arc<HwDevices>);
+
+impl Attr for NetdevsAttr {
+    fn show(&self, out: &mut Formatter<'_>) -> fmt::Result {
+        self.0.list(out)
     }
 }
 
@@ -104,7 +134,7 @@ impl HwPolicy {
         if self.forced() {
             return Ok(());
         }
-        let Some(hw) = serving_hardware(netdev, None) else {
+        let Some(hw) = serving_hardware(netdev, None)? else {
             return Ok(());
         };
         pr_warn!(
@@ -122,7 +152,7 @@ impl HwPolicy {
     /// Whether device `name` may be made on `netdev`: `EBUSY` under `defer` if a hardware
     /// device serves its RoCE, with a log line naming that device.
     pub(crate) fn admit(&self, name: &CStr, netdev: &NetDevice) -> Result {
-        let Some(hw) = serving_hardware(netdev, None) else {
+        let Some(hw) = serving_hardware(netdev, None)? else {
             return Ok(());
         };
         if !self.forced() {
@@ -146,7 +176,7 @@ impl HwPolicy {
 }
 
 /// The hardware RoCE devices registered now, and what became of their netdevs:
-/// `ferroce/hw_netdevs` in debugfs.
+/// `/sys/kernel/ferroce/hw_netdevs`.
 #[pin_data]
 pub(crate) struct HwDevices {
     #[pin]
@@ -154,6 +184,11 @@ pub(crate) struct HwDevices {
 }
 
 impl HwDevices {
+    /// Whether the device with index `index` is a registered hardware RoCE device now.
+    pub(crate) fn contains(&self, index: u32) -> bool {
+        self.list.lock().iter().any(|hw| hw.index() == index)
+    }
+
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
@@ -165,10 +200,16 @@ impl HwDevices {
 
     /// One line per netdev that a hardware device serves (or a device above it): the netdev,
     /// the hardware device, and ferroce's device there (under `force`) or `-` (deferred).
-    pub(crate) fn show(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn list(&self, f: &mut impl fmt::Write) -> fmt::Result {
         writeln!(f, "netdev hardware ferroce")?;
-        let list = this.list.lock();
-        for hw in list.iter() {
+        // A copy, walked without the lock: `removed` takes it from a driver's unregister path.
+        let mut devices = KVec::new();
+        for hw in self.list.lock().iter() {
+            devices
+                .push(hw.clone(), GFP_KERNEL)
+                .map_err(|_| fmt::Error)?;
+        }
+        for hw in devices.iter() {
             let mut res = Ok(());
             hw.for_each_hardware_roce_netdev(|netdev| {
                 for_self_and_uppers(netdev, |served| {

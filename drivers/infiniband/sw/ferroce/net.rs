@@ -105,6 +105,18 @@ impl PortsUse {
         }
         Ok(Self(ports))
     }
+
+    /// Whether these are the sockets of the namespace `netdev` is in now (a netdev that moved
+    /// while its device was being set up is in another).
+    pub(crate) fn serves(&self, netdev: &NetDevice) -> bool {
+        netdev
+            .net()
+            .and_then(|net| {
+                net.data::<RoceNet>()
+                    .map(|ports| Arc::ptr_eq(ports, &self.0))
+            })
+            .unwrap_or(false)
+    }
 }
 
 impl Drop for PortsUse {

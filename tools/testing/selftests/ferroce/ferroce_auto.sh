@@ -21,6 +21,8 @@ cleanup() {
 	ip link del fa3 2>/dev/null
 	ip link del fa1 2>/dev/null
 	ip link del fa5 2>/dev/null
+	ip link del fz6 2>/dev/null
+	ip link del zbond 2>/dev/null
 	ip netns del "$NS1" 2>/dev/null
 	ip netns del "$NS2" 2>/dev/null
 }
@@ -29,7 +31,7 @@ trap cleanup EXIT
 ktap_print_header
 require rdma ip insmod rmmod dmesg
 [ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
-ktap_set_plan 9
+ktap_set_plan 11
 
 modprobe -r rdma_rxe 2>/dev/null
 ip netns add "$NS1" && ip netns add "$NS2" || ktap_exit_fail_msg "cannot create namespaces"
@@ -59,10 +61,10 @@ has() {
 	return 1
 }
 
-# gone DEV: device DEV does not exist within 20 s.
+# gone DEV: device DEV does not exist within 60 s (a namespace's teardown is slow under TCG).
 gone() {
 	local i
-	for i in $(seq 100); do [ -e "/sys/class/infiniband/$1" ] || return 0; sleep 0.2; done
+	for i in $(seq 300); do [ -e "/sys/class/infiniband/$1" ] || return 0; sleep 0.2; done
 	return 1
 }
 
@@ -100,10 +102,10 @@ renamed() {
 	ip link add zz5 type dummy && ! has_soon rxe_zz5 && ip link set zz5 name fa5 && has rxe_fa5
 }
 
-# has_soon DEV: DEV appears within 2 s (for what must not appear).
+# has_soon DEV: DEV appears within 5 s (for what must not appear).
 has_soon() {
 	local i
-	for i in $(seq 10); do [ -e "/sys/class/infiniband/$1" ] && return 0; sleep 0.2; done
+	for i in $(seq 25); do [ -e "/sys/class/infiniband/$1" ] && return 0; sleep 0.2; done
 	return 1
 }
 
@@ -112,6 +114,35 @@ has_soon() {
 netdev_gone() {
 	ip link del fa3 && gone rxe_fa3 && gone rxe_fa4 && ip netns del "$NS2" && gone rxe_fa2 &&
 		gone rxe_fa1 && has rxe_fa1_1
+}
+
+# moved: a netdev with a device that moves into another namespace gets a device again there,
+# under the same name, on that namespace's UDP port 4791 (opened for it: nothing else there
+# has a device).
+moved() {
+	local n ok=1
+	n=$(dmesg | wc -l)
+	if ! ip link add fa6 type veth peer name fz6 || ! has rxe_fa6; then
+		echo "# no rxe_fa6"
+	elif ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp; then
+		echo "# port 4791 open in $NS1 before"
+	elif ! ip link set fa6 netns "$NS1" || ! has_on "$NS1" rxe_fa6 fa6; then
+		echo "# no rxe_fa6 on fa6 in $NS1"
+	elif ! ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp; then
+		echo "# port 4791 not open in $NS1"
+	else
+		ok=0
+	fi
+	[ $ok -eq 0 ] || { ip netns exec "$NS1" rdma link; dmesg | tail -n +$((n + 1)); } |
+		sed 's/^/# /'
+	return $ok
+}
+
+# has_on NS DEV NETDEV: within 20 s, DEV exists and is on NETDEV as seen from NS.
+has_on() {
+	local i
+	for i in $(seq 100); do on_netdev "$1" "$2" "$3" 2>/dev/null && return 0; sleep 0.2; done
+	return 1
 }
 
 # handed_back: unloading the stand-in gives hwa a device.
@@ -124,10 +155,21 @@ taken_again() {
 	insmod "$STANDIN" netdev=hwa && gone rxe_hwa && has rxe_hwb
 }
 
+# lag_port_skipped: a port of a bond is not given a device when the stand-in behind it goes
+# (the bond's name matches no glob: it gets no device, and no look of its own).
+lag_port_skipped() {
+	local ok=1
+	ip link add zbond type bond && ip link set hwa down && ip link set hwa master zbond &&
+		rmmod roce_standin && ! has_soon rxe_hwa && ok=0
+	ip link del zbond
+	ip link set hwa up
+	return $ok
+}
+
 # unload: removing the module removes every device it made (the stand-in's stays).
 unload() {
 	modprobe -r rdma_rxe && ! rdma link show | grep -q 'rxe_' &&
-		! ls /sys/class/infiniband | grep -q '^rxe_' && [ -e /sys/class/infiniband/roce_standin0 ]
+		! ls /sys/class/infiniband | grep -q '^rxe_'
 }
 
 ktap_test_result "two veths in two namespaces get rxe_fa1 and rxe_fa2" namespaces
@@ -135,8 +177,10 @@ ktap_test_result "hwb gets a device; hwa (stand-in), lo and the VLAN hwb.7 do no
 ktap_test_result "veths created later get devices; a second fa1 gets rxe_fa1_1" later
 ktap_test_result "a netdev renamed to a matching name gets a device" renamed
 ktap_test_result "a deleted netdev or namespace takes its devices along" netdev_gone
+ktap_test_result "a netdev moved into a namespace gets its device there, on its sockets" moved
 ktap_test_result "the stand-in unloaded: hwa gets a device" handed_back
 ktap_test_result "the stand-in loaded again: hwa's device goes (defer)" taken_again
+ktap_test_result "a bond's port handed back by the stand-in gets no device" lag_port_skipped
 ktap_test_result "rmmod removes every provisioned device" unload
 
 ktap_finished

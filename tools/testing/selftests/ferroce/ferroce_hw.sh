@@ -6,7 +6,7 @@
 # with a hardware driver id (mlx5's) and a RoCE v2 port bound to a veth, as mlx5 or irdma bind
 # theirs. Under the default policy (defer) `rdma link add` on that netdev fails with EBUSY and
 # one log line naming the stand-in; a plain netdev beside it still gets a device; under force
-# (debugfs ferroce/hw_policy, or the module parameter hw_force) the device is added, with a
+# (/sys/kernel/ferroce/hw_policy, or the module parameter hw_force) the device is added, with a
 # warning; a device of a software driver (siw's id) is no reason to step aside. A stand-in
 # that appears after ferroce's device removes it under defer (a process holding its rings
 # survives), and leaves it, with a warning, under force. A bond with the stand-in's netdev as a
@@ -35,9 +35,8 @@ require rdma ip insmod rmmod dmesg "$PY"
 [ -n "$STANDIN" ] && [ -f "$STANDIN" ] || missing "no roce_standin.ko (FERROCE_ROCE_STANDIN)"
 ktap_set_plan 15
 
-mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-POLICY=/sys/kernel/debug/ferroce/hw_policy
-LISTING=/sys/kernel/debug/ferroce/hw_netdevs
+POLICY=/sys/kernel/ferroce/hw_policy
+LISTING=/sys/kernel/ferroce/hw_netdevs
 ip link add hwa type veth peer name hwb || ktap_exit_fail_msg "cannot create veth"
 ip link set hwa up && ip link set hwb up
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
