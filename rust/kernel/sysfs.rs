@@ -48,7 +48,8 @@ impl Drop for KernelDir {
 
 /// What an attribute file shows, and takes when written.
 pub trait Attr: Send + Sync + 'static {
-    /// Writes the file's text; at most a page, the rest is cut.
+    /// Writes the file's text; at most a page less a byte, the rest is cut. An error within
+    /// that fails the read with `ENOMEM`.
     fn show(&self, out: &mut Formatter<'_>) -> fmt::Result;
 
     /// Takes what was written (one `write`); `EINVAL` for what it does not take.
@@ -139,14 +140,19 @@ impl<T: Attr> AttrFile<T> {
     ) -> isize {
         // SAFETY: Per the function's contract.
         let this = unsafe { Self::from_attr(attr) };
-        let size = crate::page::PAGE_SIZE;
+        // sysfs takes at most a page less one byte (it warns at a full page).
+        let room = crate::page::PAGE_SIZE - 1;
         // SAFETY: sysfs hands `show` a zeroed page, ours for the call.
-        let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
+        let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), room) };
         let mut out = Formatter::new(page);
-        // A text too long for the page is cut there.
-        let _ = this.handler.show(&mut out);
-        // CAST: At most a page.
-        out.bytes_written().min(size) as isize
+        let shown = this.handler.show(&mut out);
+        let written = out.bytes_written();
+        match shown {
+            // Failed within the page: not a text cut short, an error (no memory, say).
+            Err(_) if written <= room => ENOMEM.to_errno() as isize,
+            // CAST: At most a page; a text too long for it is cut there.
+            _ => written.min(room) as isize,
+        }
     }
 
     /// # Safety

@@ -392,7 +392,9 @@ impl<T: Driver> DeviceRef<T> {
     }
 
     /// Unregisters the device and waits until it is gone, also when its unregistration was
-    /// queued before. Sleeps: not under `RTNL`, nor in a notifier.
+    /// queued before. Sleeps: not under `RTNL`, nor in a notifier, nor in one of the device's
+    /// own client callbacks, nor while holding another reference to it (the core waits for
+    /// every reference).
     pub fn unregister(self) {
         let raw = self.as_raw();
         // The reference goes with the call below.

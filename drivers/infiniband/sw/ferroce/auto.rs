@@ -15,7 +15,7 @@
 //! a look at the netdev, on an ordered queue of the module's, so that looks never race.
 
 use crate::{
-    device::{self, Ferroce},
+    device::{self, retire_on, Ferroce},
     hw::{serving_hardware, HwDevices},
     proto::netdev_pattern,
 };
@@ -32,12 +32,17 @@ use kernel::{
     rdma::device::{Device, OtherDevice},
     str::{BStr, CString},
     sync::{aref::ARef, Arc},
+    time::{delay::fsleep, Delta},
     workqueue::{OwnedQueue, Work, WorkItem},
 };
 
 /// How many names a device tries: `rxe_<netdev>`, then `rxe_<netdev>_1` and on, for netdevs of
 /// one name in several namespaces (device names are global).
 const NAME_TRIES: u32 = 8;
+
+/// How many times (200 ms apart, 3 s in all) a taken `rxe_<netdev>` is tried again before the
+/// next name: a device on its way out holds its name until it is freed.
+const FIRST_NAME_WAITS: u32 = 15;
 
 /// Decides which netdevs get a device, and makes them.
 pub(crate) struct Provisioner {
@@ -83,17 +88,11 @@ impl Provisioner {
         self.open.store(false, Ordering::Relaxed);
     }
 
-    /// Queues a look at `netdev` if its name matches and it is a plain Ethernet device in a
-    /// namespace of the host's. A hardware device with index `except` (one going away) does
-    /// not count as serving it, unless it is registered again by the time the look runs.
+    /// Queues a look at `netdev` if it is one to provision ([`covers`]). A hardware device
+    /// with index `except` (one going away) does not count as serving it, unless it is
+    /// registered again by the time the look runs.
     pub(crate) fn request(&self, netdev: &NetDevice, except: Option<u32>) {
-        if !self.open.load(Ordering::Relaxed)
-            || netdev.link_type() != LinkType::Ether
-            || netdev.is_vlan()
-            || netdev.is_lag_port()
-            || !netdev_pattern::matches_any(self.patterns, netdev.name().to_bytes())
-            || !netdev.net().is_some_and(|net| net.is_init_user_owned())
-        {
+        if !self.open.load(Ordering::Relaxed) || !covers(self.patterns, netdev) {
             return;
         }
         let look = KBox::pin_init(
@@ -148,18 +147,16 @@ impl Look {
     /// Makes the netdev's device, unless it has one or hardware serves its RoCE.
     fn provision(&self) {
         let netdev = &*self.netdev;
-        // The module is going, or the netdev was renamed away meanwhile.
-        if !self.open.load(Ordering::Relaxed)
-            || !netdev_pattern::matches_any(self.patterns, netdev.name().to_bytes())
-        {
+        // The module is going, or the netdev changed meanwhile (renamed away, enslaved, moved).
+        if !self.open.load(Ordering::Relaxed) || !covers(self.patterns, netdev) {
             return;
         }
         if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
-            if dev.data().serves_namespace_of(netdev) {
+            if !dev.data().going() && dev.data().serves_namespace_of(netdev) {
                 return;
             }
-            // The device of the namespace the netdev left, on its way out: wait for it, so
-            // that its name and the netdev are free.
+            // A device on its way out (its netdev moved away, and maybe back): wait for it,
+            // so that its name and the netdev are free.
             dev.unregister();
         }
         let hw = match self.serving_hardware() {
@@ -177,7 +174,9 @@ impl Look {
             );
             return;
         }
-        for attempt in 0..NAME_TRIES {
+        let mut waits = 0;
+        let mut attempt = 0;
+        while attempt < NAME_TRIES {
             let name = match device_name(netdev, attempt) {
                 Ok(name) => name,
                 Err(e) => {
@@ -187,8 +186,15 @@ impl Look {
             };
             match device::add(&self.debugfs, &name, netdev, || Ok(())) {
                 Ok(()) => return self.recheck(&name),
-                // The name is taken (a netdev of the same name elsewhere): try the next one.
-                Err(e) if e == ENFILE => continue,
+                // `rxe_<netdev>` is taken: maybe by the device this netdev had a moment ago
+                // (moved, or deleted and made again), which holds its name until freed, a
+                // little after it can no longer be found. Give it time, then take the next
+                // name (a netdev of the same name elsewhere).
+                Err(e) if e == ENFILE && attempt == 0 && waits < FIRST_NAME_WAITS => {
+                    waits += 1;
+                    fsleep(Delta::from_millis(200));
+                }
+                Err(e) if e == ENFILE => attempt += 1,
                 // Gone meanwhile, or has a device now: nothing to do.
                 Err(e) if e == ENODEV || e == EEXIST => return,
                 Err(e) => {
@@ -224,9 +230,7 @@ impl Look {
             Ok(Some(hw)) => hw,
             Err(e) => {
                 pr_warn!("{}: removed: hardware RoCE not ruled out ({:?})\n", name, e);
-                if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
-                    dev.unregister_queued();
-                }
+                retire_on(netdev);
                 return;
             }
         };
@@ -236,10 +240,18 @@ impl Look {
             netdev.name(),
             hw.name()
         );
-        if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
-            dev.unregister_queued();
-        }
+        retire_on(netdev);
     }
+}
+
+/// Whether auto-provisioning covers `netdev`: a plain Ethernet device (not a VLAN, nor a port
+/// of a bond or team) whose name matches, in a namespace of the host's administrator.
+fn covers(patterns: &[u8], netdev: &NetDevice) -> bool {
+    netdev.link_type() == LinkType::Ether
+        && !netdev.is_vlan()
+        && !netdev.is_lag_port()
+        && netdev_pattern::matches_any(patterns, netdev.name().to_bytes())
+        && netdev.net().is_some_and(|net| net.is_init_user_owned())
 }
 
 /// `rxe_<netdev>`, or `rxe_<netdev>_<attempt>` after the first attempt.

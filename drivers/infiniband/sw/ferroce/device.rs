@@ -28,7 +28,7 @@ use kernel::{
             PortImmutable, PortState, MGMT_MAD_SIZE,
         },
         cq::{Cq, CqAttr, NotifyFlags},
-        device::{Device, DeviceOptions},
+        device::{Device, DeviceOptions, DeviceRef},
         link::LinkOps,
         mr::{MrKeys, MrRequest},
         ops::Driver,
@@ -71,9 +71,16 @@ pub(crate) struct FerroceDevice {
     pub(crate) cc: Cc,
     /// Keeps the namespace's UDP port open while the device exists.
     ports: PortsUse,
+    /// Its unregistration is queued ([`retire`]): it is on its way out.
+    going: AtomicBool,
 }
 
 impl FerroceDevice {
+    /// Whether its unregistration is queued.
+    pub(crate) fn going(&self) -> bool {
+        self.going.load(Ordering::Relaxed)
+    }
+
     /// Whether the device's sockets are those of the namespace `netdev` is in now.
     pub(crate) fn serves_namespace_of(&self, netdev: &NetDevice) -> bool {
         self.ports.serves(netdev)
@@ -394,6 +401,7 @@ pub(crate) fn add(
         netdev: netdev.into(),
         cc: Cc::new(debugfs, name)?,
         ports: PortsUse::get(netdev)?,
+        going: AtomicBool::new(false),
     };
     let opts = DeviceOptions {
         name,
@@ -421,11 +429,25 @@ pub(crate) fn add(
             netdev.name()
         );
         if let Some(dev) = dev {
-            dev.unregister_queued();
+            retire(dev);
         }
         return Err(ENODEV);
     }
     Ok(())
+}
+
+/// Queues `dev`'s unregistration (safe under RTNL), marked as going, so that a look at its
+/// netdev meanwhile knows to wait for it.
+pub(crate) fn retire(dev: DeviceRef<Ferroce>) {
+    dev.data().going.store(true, Ordering::Relaxed);
+    dev.unregister_queued();
+}
+
+/// [`retire`]s the device on `netdev`, if it has one.
+pub(crate) fn retire_on(netdev: &NetDevice) {
+    if let Some(dev) = Device::<Ferroce>::get_by_netdev(netdev) {
+        retire(dev);
+    }
 }
 
 impl NetdevNotifierHandler for Ferroce {
@@ -435,7 +457,7 @@ impl NetdevNotifierHandler for Ferroce {
         };
         match event {
             // Also a move to another namespace: the device goes, as with C rxe.
-            NetdevEvent::Unregister => dev.unregister_queued(),
+            NetdevEvent::Unregister => retire(dev),
             NetdevEvent::ChangeMtu => dev.data().set_link_mtu(netdev.mtu()),
             NetdevEvent::Down | NetdevEvent::Change if !netdev.is_running_with_carrier() => {
                 dev.data().counters.inc(Counter::LinkDowned)

@@ -10,7 +10,10 @@
 //! `/sys/kernel/ferroce/hw_policy` (`defer` or `force`). A hardware device that goes away hands its
 //! netdevs to auto-provisioning ([`crate::auto`]), if it is on.
 
-use crate::{auto::Provisioner, device::Ferroce};
+use crate::{
+    auto::Provisioner,
+    device::{retire, retire_on, Ferroce},
+};
 use core::{
     fmt::{self, Write},
     sync::atomic::{AtomicBool, Ordering},
@@ -78,7 +81,8 @@ impl HwFiles {
         KBox::pin_init(
             try_pin_init!(Self {
                 policy <- AttrFile::new(&dir, c"hw_policy", 0o644, PolicyAttr),
-                netdevs <- AttrFile::new(&dir, c"hw_netdevs", 0o444, NetdevsAttr(devices)),
+                // Root only: it names netdevs of every namespace.
+                netdevs <- AttrFile::new(&dir, c"hw_netdevs", 0o400, NetdevsAttr(devices)),
             }),
             GFP_KERNEL,
         )
@@ -134,8 +138,18 @@ impl HwPolicy {
         if self.forced() {
             return Ok(());
         }
-        let Some(hw) = serving_hardware(netdev, None)? else {
-            return Ok(());
+        let hw = match serving_hardware(netdev, None) {
+            Ok(None) => return Ok(()),
+            Ok(Some(hw)) => hw,
+            Err(e) => {
+                pr_warn!(
+                    "{}: not added: hardware RoCE not ruled out ({:?})\n",
+                    name,
+                    e
+                );
+                retire_on(netdev);
+                return Err(e);
+            }
         };
         pr_warn!(
             "{}: not added: RoCE on {} is served by hardware device {}, registered meanwhile, use it\n",
@@ -143,9 +157,7 @@ impl HwPolicy {
             netdev.name(),
             hw.name()
         );
-        if let Some(soft) = Device::<Ferroce>::get_by_netdev(netdev) {
-            soft.unregister_queued();
-        }
+        retire_on(netdev);
         Err(EBUSY)
     }
 
@@ -263,19 +275,28 @@ impl ClientHandler for HwWatch {
 
     fn added(state: &HwWatchState, hw: &OtherDevice) {
         let mut any = false;
+        hw.for_each_hardware_roce_netdev(|_| any = true);
+        if !any {
+            return;
+        }
+        // Listed before the take-over: a look whose device registers after the take-over has
+        // looked then sees this device, even under an index it was told to ignore (one
+        // re-enabled in place by an RDMA namespace move).
+        if state
+            .devices
+            .list
+            .lock()
+            .push(hw.clone(), GFP_KERNEL)
+            .is_err()
+        {
+            pr_warn!(
+                "ferroce: {} not listed in hw_netdevs: no memory\n",
+                hw.name()
+            );
+        }
         hw.for_each_hardware_roce_netdev(|netdev| {
-            any = true;
             for_self_and_uppers(netdev, |served| take_over(hw, served))
         });
-        if any {
-            let mut list = state.devices.list.lock();
-            if list.push(hw.clone(), GFP_KERNEL).is_err() {
-                pr_warn!(
-                    "ferroce: {} not listed in hw_netdevs: no memory\n",
-                    hw.name()
-                );
-            }
-        }
     }
 
     fn removed(state: &HwWatchState, hw: &OtherDevice) {
@@ -331,5 +352,5 @@ fn take_over(hw: &OtherDevice, netdev: &NetDevice) {
         netdev.name(),
         hw.name()
     );
-    soft.unregister_queued();
+    retire(soft);
 }

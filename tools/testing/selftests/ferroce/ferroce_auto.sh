@@ -99,14 +99,14 @@ later() {
 
 # renamed: a netdev renamed to a matching name gets a device.
 renamed() {
-	ip link add zz5 type dummy && ! has_soon rxe_zz5 && ip link set zz5 name fa5 && has rxe_fa5
+	ip link add zz5 type dummy && looked_at_all && ! [ -e /sys/class/infiniband/rxe_zz5 ] &&
+		ip link set zz5 name fa5 && has rxe_fa5
 }
 
-# has_soon DEV: DEV appears within 5 s (for what must not appear).
-has_soon() {
-	local i
-	for i in $(seq 25); do [ -e "/sys/class/infiniband/$1" ] && return 0; sleep 0.2; done
-	return 1
+# looked_at_all: every look queued so far has run. Looks run one at a time, in order: a
+# matching netdev made now gets its device after them.
+looked_at_all() {
+	ip link add fa9 type dummy && has rxe_fa9 && ip link del fa9 && gone rxe_fa9
 }
 
 # netdev_gone: deleting fa3 removes rxe_fa3 and its peer's rxe_fa4; deleting a namespace
@@ -116,33 +116,30 @@ netdev_gone() {
 		gone rxe_fa1 && has rxe_fa1_1
 }
 
-# moved: a netdev with a device that moves into another namespace gets a device again there,
+# moved: a netdev with a device that moves into another namespace gets a new device there,
 # under the same name, on that namespace's UDP port 4791 (opened for it: nothing else there
 # has a device).
 moved() {
-	local n ok=1
+	local n old i ok=1
 	n=$(dmesg | wc -l)
 	if ! ip link add fa6 type veth peer name fz6 || ! has rxe_fa6; then
 		echo "# no rxe_fa6"
 	elif ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp; then
 		echo "# port 4791 open in $NS1 before"
-	elif ! ip link set fa6 netns "$NS1" || ! has_on "$NS1" rxe_fa6 fa6; then
-		echo "# no rxe_fa6 on fa6 in $NS1"
-	elif ! ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp; then
-		echo "# port 4791 not open in $NS1"
 	else
-		ok=0
+		old=$(rdma dev show rxe_fa6 | cut -d: -f1)
+		ip link set fa6 netns "$NS1"
+		for i in $(seq 100); do
+			[ "$(rdma dev show rxe_fa6 2>/dev/null | cut -d: -f1)" != "$old" ] &&
+				on_netdev "$NS1" rxe_fa6 fa6 2>/dev/null &&
+				ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp && ok=0 && break
+			sleep 0.2
+		done
+		[ $ok -eq 0 ] || echo "# no new rxe_fa6 (old index $old) on fa6 with port 4791 in $NS1"
 	fi
 	[ $ok -eq 0 ] || { ip netns exec "$NS1" rdma link; dmesg | tail -n +$((n + 1)); } |
 		sed 's/^/# /'
 	return $ok
-}
-
-# has_on NS DEV NETDEV: within 20 s, DEV exists and is on NETDEV as seen from NS.
-has_on() {
-	local i
-	for i in $(seq 100); do on_netdev "$1" "$2" "$3" 2>/dev/null && return 0; sleep 0.2; done
-	return 1
 }
 
 # handed_back: unloading the stand-in gives hwa a device.
@@ -160,7 +157,7 @@ taken_again() {
 lag_port_skipped() {
 	local ok=1
 	ip link add zbond type bond && ip link set hwa down && ip link set hwa master zbond &&
-		rmmod roce_standin && ! has_soon rxe_hwa && ok=0
+		rmmod roce_standin && looked_at_all && ! [ -e /sys/class/infiniband/rxe_hwa ] && ok=0
 	ip link del zbond
 	ip link set hwa up
 	return $ok
