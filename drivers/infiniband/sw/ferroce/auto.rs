@@ -40,8 +40,8 @@ use kernel::{
 /// one name in several namespaces (device names are global).
 const NAME_TRIES: u32 = 8;
 
-/// How many times (200 ms apart, 3 s in all) a taken `rxe_<netdev>` is tried again before the
-/// next name: a device on its way out holds its name until it is freed.
+/// How many times at most (200 ms apart, 3 s in all) a taken `rxe_<netdev>` is tried again
+/// before the next name, while devices are on their way out: one holds its name until freed.
 const FIRST_NAME_WAITS: u32 = 15;
 
 /// Decides which netdevs get a device, and makes them.
@@ -175,8 +175,13 @@ impl Look {
             return;
         }
         let mut waits = 0;
+        let mut graced = false;
         let mut attempt = 0;
         while attempt < NAME_TRIES {
+            // The module is going, or the netdev changed while a name was waited for.
+            if !self.open.load(Ordering::Relaxed) || !covers(self.patterns, netdev) {
+                return;
+            }
             let name = match device_name(netdev, attempt) {
                 Ok(name) => name,
                 Err(e) => {
@@ -188,9 +193,16 @@ impl Look {
                 Ok(()) => return self.recheck(&name),
                 // `rxe_<netdev>` is taken: maybe by the device this netdev had a moment ago
                 // (moved, or deleted and made again), which holds its name until freed, a
-                // little after it can no longer be found. Give it time, then take the next
-                // name (a netdev of the same name elsewhere).
-                Err(e) if e == ENFILE && attempt == 0 && waits < FIRST_NAME_WAITS => {
+                // little after it can no longer be found. While devices are on their way out
+                // (and once more after), give it time; then take the next name (a netdev of
+                // the same name elsewhere).
+                Err(e)
+                    if e == ENFILE
+                        && attempt == 0
+                        && waits < FIRST_NAME_WAITS
+                        && (device::devices_going() || !graced) =>
+                {
+                    graced |= !device::devices_going();
                     waits += 1;
                     fsleep(Delta::from_millis(200));
                 }

@@ -99,6 +99,9 @@ impl FerroceDevice {
 
 impl Drop for FerroceDevice {
     fn drop(&mut self) {
+        if self.going() {
+            GOING.fetch_sub(1, Ordering::Relaxed);
+        }
         // QPs (and their timers) are gone; work still queued may hold the last references to
         // QP state, and with it to `wq`. Finish it here, so `wq` is never destroyed from one
         // of its own workers.
@@ -439,8 +442,18 @@ pub(crate) fn add(
 /// Queues `dev`'s unregistration (safe under RTNL), marked as going, so that a look at its
 /// netdev meanwhile knows to wait for it.
 pub(crate) fn retire(dev: DeviceRef<Ferroce>) {
-    dev.data().going.store(true, Ordering::Relaxed);
+    if !dev.data().going.swap(true, Ordering::Relaxed) {
+        GOING.fetch_add(1, Ordering::Relaxed);
+    }
     dev.unregister_queued();
+}
+
+/// How many [`retire`]d devices are not freed yet (each holds its name until then).
+static GOING: AtomicU32 = AtomicU32::new(0);
+
+/// Whether a [`retire`]d device is not freed yet.
+pub(crate) fn devices_going() -> bool {
+    GOING.load(Ordering::Relaxed) != 0
 }
 
 /// [`retire`]s the device on `netdev`, if it has one.

@@ -22,6 +22,7 @@ cleanup() {
 	ip link del fa1 2>/dev/null
 	ip link del fa5 2>/dev/null
 	ip link del fz6 2>/dev/null
+	ip link del fa9 2>/dev/null
 	ip link del zbond 2>/dev/null
 	ip netns del "$NS1" 2>/dev/null
 	ip netns del "$NS2" 2>/dev/null
