@@ -15,8 +15,8 @@
 //! a look at the netdev, on an ordered queue of the module's, so that looks never race.
 
 use crate::{
-    device::{self, retire_on, Ferroce},
-    hw::{serving_hardware, HwDevices},
+    device::{self, Ferroce},
+    hw::{retire_if_served, serving_hardware, HwDevices},
     proto::netdev_pattern,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +29,7 @@ use kernel::{
     },
     new_work,
     prelude::*,
-    rdma::device::{Device, OtherDevice},
+    rdma::device::Device,
     str::{BStr, CString},
     sync::{aref::ARef, Arc},
     time::{delay::fsleep, Delta},
@@ -159,7 +159,7 @@ impl Look {
             // so that its name and the netdev are free.
             dev.unregister();
         }
-        let hw = match self.serving_hardware() {
+        let hw = match serving_hardware(netdev, self.except()) {
             Ok(hw) => hw,
             Err(e) => {
                 pr_warn!("ferroce: {}: not provisioned ({:?})\n", netdev.name(), e);
@@ -227,32 +227,15 @@ impl Look {
         );
     }
 
-    /// The hardware device serving the netdev; the one going away counts if it is back.
-    fn serving_hardware(&self) -> Result<Option<OtherDevice>> {
-        let except = self.except.filter(|&index| !self.hw.contains(index));
-        serving_hardware(&self.netdev, except)
+    /// The hardware device that a look ignores: the one going away, unless it is back.
+    fn except(&self) -> Option<u32> {
+        self.except.filter(|&index| !self.hw.contains(index))
     }
 
-    /// After device `name` registered: a hardware device enabled meanwhile may have missed it;
-    /// then the device goes again (see `HwPolicy::recheck`). No answer counts as hardware.
+    /// After device `name` registered: a hardware device enabled meanwhile may have missed it.
     fn recheck(&self, name: &CStr) {
-        let netdev = &*self.netdev;
-        let hw = match self.serving_hardware() {
-            Ok(None) => return,
-            Ok(Some(hw)) => hw,
-            Err(e) => {
-                pr_warn!("{}: removed: hardware RoCE not ruled out ({:?})\n", name, e);
-                retire_on(netdev);
-                return;
-            }
-        };
-        pr_warn!(
-            "{}: removed: RoCE on {} is served by hardware device {}, registered meanwhile\n",
-            name,
-            netdev.name(),
-            hw.name()
-        );
-        retire_on(netdev);
+        // On an error the device is gone again, and the log says why: nothing left to do.
+        let _ = retire_if_served(name, &self.netdev, self.except());
     }
 }
 

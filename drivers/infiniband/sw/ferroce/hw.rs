@@ -49,6 +49,34 @@ pub(crate) fn serving_hardware(
         .find_map(|lower| OtherDevice::hardware_roce_on(lower).find(other)))
 }
 
+/// After device `name` registered on `netdev`: a hardware device enabled meanwhile (other than
+/// the one with index `except`, see [`serving_hardware`]) may not have seen it, but is seen
+/// now; then the device goes again (queued) and this fails with `EBUSY`. Hardware that cannot
+/// be ruled out (`ENOMEM`) counts as there.
+pub(crate) fn retire_if_served(name: &CStr, netdev: &NetDevice, except: Option<u32>) -> Result {
+    let hw = match serving_hardware(netdev, except) {
+        Ok(None) => return Ok(()),
+        Ok(Some(hw)) => hw,
+        Err(e) => {
+            pr_warn!(
+                "{}: not added: hardware RoCE not ruled out ({:?})\n",
+                name,
+                e
+            );
+            retire_on(netdev);
+            return Err(e);
+        }
+    };
+    pr_warn!(
+        "{}: not added: RoCE on {} is served by hardware device {}, registered meanwhile, use it\n",
+        name,
+        netdev.name(),
+        hw.name()
+    );
+    retire_on(netdev);
+    Err(EBUSY)
+}
+
 /// What `rdma link add` does on a netdev whose RoCE a hardware device serves, and what
 /// becomes of a device whose netdev a hardware device takes later: one policy for the module.
 pub(crate) struct HwPolicy {
@@ -130,35 +158,14 @@ impl HwPolicy {
         self.force.load(Ordering::Relaxed)
     }
 
-    /// After device `name` registered on `netdev`: a hardware device enabled meanwhile (after
-    /// [`Self::admit`] looked) may not have seen it, but is seen now; under `defer` the new
-    /// device goes again (queued) and the add fails with `EBUSY`. One of the two checks sees
-    /// the other: each device is findable before it is enabled.
+    /// After device `name` registered on `netdev`, under `defer`: [`retire_if_served`] (a
+    /// hardware device enabled after [`Self::admit`] looked). One of the two checks sees the
+    /// other: each device is findable before it is enabled.
     pub(crate) fn recheck(&self, name: &CStr, netdev: &NetDevice) -> Result {
         if self.forced() {
             return Ok(());
         }
-        let hw = match serving_hardware(netdev, None) {
-            Ok(None) => return Ok(()),
-            Ok(Some(hw)) => hw,
-            Err(e) => {
-                pr_warn!(
-                    "{}: not added: hardware RoCE not ruled out ({:?})\n",
-                    name,
-                    e
-                );
-                retire_on(netdev);
-                return Err(e);
-            }
-        };
-        pr_warn!(
-            "{}: not added: RoCE on {} is served by hardware device {}, registered meanwhile, use it\n",
-            name,
-            netdev.name(),
-            hw.name()
-        );
-        retire_on(netdev);
-        Err(EBUSY)
+        retire_if_served(name, netdev, None)
     }
 
     /// Whether device `name` may be made on `netdev`: `EBUSY` under `defer` if a hardware
@@ -274,14 +281,13 @@ impl ClientHandler for HwWatch {
     const CONTEXT: &'static ContextSlot<Self::Context> = &HW_WATCH;
 
     fn added(state: &HwWatchState, hw: &OtherDevice) {
-        let mut any = false;
-        hw.for_each_hardware_roce_netdev(|_| any = true);
-        if !any {
+        if !hw.is_hardware() {
             return;
         }
         // Listed before the take-over: a look whose device registers after the take-over has
         // looked then sees this device, even under an index it was told to ignore (one
-        // re-enabled in place by an RDMA namespace move).
+        // re-enabled in place by an RDMA namespace move). A device without RoCE netdevs adds
+        // no line to `hw_netdevs`.
         if state
             .devices
             .list
