@@ -17,6 +17,7 @@
 use crate::{
     device::{self, Ferroce},
     hw::{retire_if_served, serving_hardware, HwDevices},
+    link,
     proto::netdev_pattern,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -189,7 +190,7 @@ impl Look {
                     return;
                 }
             };
-            match device::add(&self.debugfs, &name, netdev, || Ok(())) {
+            match link::add(&self.debugfs, &name, netdev, || Ok(())) {
                 Ok(()) => return self.recheck(&name),
                 // `rxe_<netdev>` is taken: maybe by the device this netdev had a moment ago
                 // (moved, or deleted and made again), which holds its name until freed, a

@@ -13,6 +13,7 @@
 use crate::{
     counters::{Counter, Counters},
     device::Ferroce,
+    net::recv::Packet,
     proto::{
         bth::Bth,
         build::Path,
@@ -22,7 +23,6 @@ use crate::{
         psn::Psn,
     },
     qp::{QpInner, QpShared},
-    recv::Packet,
 };
 use core::{
     fmt,
@@ -214,7 +214,7 @@ pub(crate) fn unmarked(path: Path) -> Path {
 /// How far ahead of now a QP schedules its packets, in ns: [`PACE_BURST_PKTS`] packets' time,
 /// within these bounds. Past it, the QP waits: for the ACK its last packet asked for (RC
 /// requests) or for its timer, armed for when the next may go (see
-/// [`crate::rc_comp::wake_paced`]). Each wait costs a timer's round and an ACK, so a slow QP
+/// [`crate::rc::comp::wake_paced`]). Each wait costs a timer's round and an ACK, so a slow QP
 /// waits once per few packets; what waits in the qdisc stays short, and far from the ACK
 /// timeout. Without a qdisc that honours departure times, this alone paces, in bursts of
 /// about this long.
@@ -252,7 +252,7 @@ pub(crate) struct QpCc {
     /// After a wait: when the next packet may be scheduled.
     wake: Option<Instant<Monotonic>>,
     /// The wake-up the QP's timer is armed for, until its work ran past it (see
-    /// [`crate::rc_comp::wake_paced`]).
+    /// [`crate::rc::comp::wake_paced`]).
     pub(crate) wake_at: Option<Instant<Monotonic>>,
 }
 

@@ -21,8 +21,8 @@ mod counters;
 mod cq;
 mod device;
 mod hw;
-mod kqp;
 mod limits;
+mod link;
 mod mr;
 mod net;
 mod proto;
@@ -32,14 +32,9 @@ mod proto_kunit;
 mod qp;
 mod queue;
 mod rc;
-mod rc_comp;
-mod rc_read;
-mod rc_resp;
-mod recv;
-mod send;
 mod sge;
 mod ud;
-mod xmit;
+mod verbs;
 
 use device::Ferroce;
 
@@ -113,7 +108,7 @@ impl kernel::InPlaceModule for FerroceModule {
             notifier <- NetdevNotifier::register(Ferroce),
             devices: DriverDevices::new(),
             hw_files: hw::HwFiles::new(hw_devices.clone()?)?,
-            link <- LinkRegistration::register(Ok::<_, Error>(device::Links::new(debugfs))),
+            link <- LinkRegistration::register(Ok::<_, Error>(link::Links::new(debugfs))),
             auto: auto::watch(provisioner.clone()?)?,
             hw_watch <- ClientRegistration::register(Ok::<_, Error>(hw::HwWatchState {
                 auto: provisioner?,

@@ -3,7 +3,11 @@
 //! The RoCEv2 UDP sockets: one IPv4 and one IPv6 socket on port 4791 per network namespace,
 //! opened by the first device there and closed with the last one (or with the namespace).
 
-use crate::{proto::ROCE_V2_UDP_PORT, recv::Receiver};
+pub(crate) mod recv;
+pub(crate) mod xmit;
+
+use self::recv::Receiver;
+use crate::proto::ROCE_V2_UDP_PORT;
 use kernel::{
     net::{
         namespace::{Namespace, Pernet, PernetId},

@@ -5,8 +5,8 @@
 
 use crate::{
     mr::{MrRef, MrTable},
+    net::recv::Payload,
     proto::wqe::{access, Sge, WcStatus},
-    recv::Payload,
 };
 
 /// Where an SGE's bytes start in its region, checked against the region's key and PD.

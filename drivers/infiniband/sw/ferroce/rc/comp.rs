@@ -12,101 +12,26 @@ use crate::{
     counters::Counter,
     cq::FerroceCq,
     device::Ferroce,
+    net::recv::{Packet, QpDrop},
     proto::{
         aeth::{Nak, Syndrome},
         opcode::OpKind,
         psn::Psn,
-        timeouts::{ack_timeout_us, rnr_delay_us},
+        timeouts::rnr_delay_us,
         window::{read_response_fits, Kind, Place, ReadOutcome},
         wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
     },
     qp::{QpInner, QpShared},
-    rc,
-    recv::{Packet, QpDrop},
+    rc::{
+        req,
+        timer::{arm, arm_ack, rearm, stop_timer, touch_ack, until},
+    },
     sge,
 };
-use kernel::{
-    prelude::*,
-    rdma::qp::Qp,
-    sync::Arc,
-    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
-};
+use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
 
-/// The shortest ACK timeout ferroce waits, whatever the QP asks: below it, a slow machine
-/// would resend what is merely queued.
-const MIN_ACK_TIMEOUT_US: u64 = 10_000;
 /// `rnr_retry` 7: retry forever.
 const RNR_RETRY_FOREVER: u8 = 7;
-
-/// Starts the QP's ACK (or RNR) timer `us` from now, replacing an armed one.
-fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
-    let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
-    inner.req.due = Some(Instant::now() + delay);
-    rearm(shared, inner);
-}
-
-/// Arms the QP's one timer for the earlier of the ACK deadline and the pacer's wake-up (see
-/// [`wake_paced`]), or stops it if there is neither. Dropping the old handle cancels it
-/// (waiting for a running callback, which only queues work).
-fn rearm(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let at = match (inner.req.due, inner.cc.wake_at) {
-        (Some(d), Some(w)) => match (d - w).is_negative() {
-            true => d,
-            false => w,
-        },
-        (Some(at), None) | (None, Some(at)) => at,
-        (None, None) => {
-            inner.timer = None;
-            return;
-        }
-    };
-    let delay = until(at).unwrap_or(Delta::from_micros(1));
-    inner.timer = None;
-    inner.timer = Some(shared.clone().start(delay));
-}
-
-/// The time left until `at`; `None` once it has come.
-fn until(at: Instant<Monotonic>) -> Option<Delta> {
-    let left = at - Instant::now();
-    (!left.is_negative() && !left.is_zero()).then_some(left)
-}
-
-/// The ACK timeout of the QP, if it has one.
-fn ack_timeout(inner: &QpInner) -> Option<u64> {
-    ack_timeout_us(inner.attr.timeout).map(|us| us.max(MIN_ACK_TIMEOUT_US))
-}
-
-/// (Re)starts the ACK timeout, if the QP has one.
-pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    inner.req.rnr_wait = false;
-    match ack_timeout(inner) {
-        Some(us) => arm(shared, inner, us),
-        None => stop_timer(shared, inner),
-    }
-}
-
-/// The peer made progress: the ACK timeout starts over. The armed timer is left alone (cheap
-/// per packet): when it fires it finds the new deadline and waits the rest. With everything
-/// sent answered there is no deadline until more goes out ([`crate::rc::pump`] arms it):
-/// a paced QP's next packet may be further away than the ACK timeout.
-fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    if inner.req.rnr_wait {
-        return;
-    }
-    if !inner.req.win.awaits_answer() {
-        stop_timer(shared, inner);
-        return;
-    }
-    // An armed timer fires no later than the deadline it was armed for, or the pacer's.
-    match (ack_timeout(inner), inner.req.due.is_some()) {
-        (Some(us), true) => {
-            let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
-            inner.req.due = Some(Instant::now() + delay);
-        }
-        (Some(_), false) => arm_ack(shared, inner),
-        (None, _) => stop_timer(shared, inner),
-    }
-}
 
 /// A read response at `psn` that lands nothing but answers what was last asked for again (see
 /// [`crate::proto::window::Window::shows_work`]) shows the responder at work, answering again
@@ -118,27 +43,6 @@ fn landed_nothing(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
     if inner.req.win.shows_work(psn) {
         touch_ack(shared, inner);
     }
-}
-
-/// After a [`Pace::Wait`], arms the QP's timer for when its pacer lets the next packet go:
-/// the work then paces again. Kept until then whatever the ACK timer does.
-///
-/// [`Pace::Wait`]: crate::cc::Pace::Wait
-pub(crate) fn wake_paced(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let Some(at) = inner.cc.take_wake() else {
-        return;
-    };
-    let earlier = inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
-    if earlier {
-        inner.cc.wake_at = Some(at);
-        rearm(shared, inner);
-    }
-}
-
-/// No more deadline; the timer stays armed for the pacer's wake-up, if one is due.
-fn stop_timer(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    inner.req.due = None;
-    rearm(shared, inner);
 }
 
 /// The timer fired: send again from the oldest unanswered PSN, or fail the oldest WQE once the
@@ -203,7 +107,7 @@ pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
     req.win.rewind(&mut req.flight);
     // The pump arms the deadline for what it sends again (or could not send); what the pacer
     // holds back gets none until it goes.
-    if rc::pump(qp, shared, inner) {
+    if req::pump(qp, shared, inner) {
         shared.kick();
     }
 }
@@ -274,7 +178,7 @@ pub(crate) fn on_response(
         touch_ack(shared, inner);
     }
     complete(qp, shared, inner);
-    if !inner.req.rnr_wait && inner.attr.state.can_send() && rc::pump(qp, shared, inner) {
+    if !inner.req.rnr_wait && inner.attr.state.can_send() && req::pump(qp, shared, inner) {
         shared.kick();
     }
     Ok(())

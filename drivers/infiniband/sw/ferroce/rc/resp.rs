@@ -14,6 +14,8 @@ use crate::{
     counters::{Counter, Counters},
     cq::FerroceCq,
     device::Ferroce,
+    net::recv::{Packet, QpDrop},
+    net::xmit::Xmit,
     proto::{
         aeth::{Nak, Syndrome},
         opcode::{OpKind, Opcode},
@@ -25,11 +27,9 @@ use crate::{
         },
     },
     qp::{QpInner, QpShared},
+    rc::read::{self, Reads},
     rc::{self, path_mtu},
-    rc_read::{self, Reads},
-    recv::{Packet, QpDrop},
     sge,
-    xmit::Xmit,
 };
 use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
 
@@ -118,7 +118,7 @@ pub(crate) fn on_request(
     let more = shared
         .with_peer(qp, inner, |inner, xmit| {
             request(qp, shared, inner, xmit, pkt, counters);
-            rc_read::answer(inner, xmit)
+            read::answer(inner, xmit)
         })
         .ok_or(QpDrop::BadState)?;
     if more {
@@ -152,7 +152,7 @@ fn request(
         if pkt.info.kind == OpKind::ReadRequest {
             // Answered again only from where the requester lost it, and only if it is one of
             // the READs this QP answered: a forged one reads nothing.
-            rc_read::duplicate(inner, pkt);
+            read::duplicate(inner, pkt);
         } else if pkt.bth.ack_req {
             // Its ACK was lost (or is late): say again how far we are.
             ack(xmit, inner, expected.add(Psn::MASK), Syndrome::Ack);
@@ -164,7 +164,7 @@ fn request(
     let res = match pkt.info.kind {
         OpKind::ReadRequest => {
             counters.inc(Counter::RxReadRequests);
-            rc_read::start(qp, shared, inner, pkt).map(|npkts| {
+            read::start(qp, shared, inner, pkt).map(|npkts| {
                 inner.attr.rq_psn = psn.add(npkts).get();
                 counters.inc(Counter::RcvdPkts);
             })
@@ -341,7 +341,7 @@ fn land(
     shared: &QpShared,
     slot: &[u8],
     offset: usize,
-    data: &crate::recv::Payload<'_>,
+    data: &crate::net::recv::Payload<'_>,
 ) -> Result<(), WcStatus> {
     if let Some(status) = malformed(slot) {
         return Err(status);

@@ -17,7 +17,6 @@ use crate::{
         build::Path,
         packet::{BuildError, ExtHeaders},
     },
-    recv,
 };
 use kernel::{
     net::{
@@ -192,7 +191,7 @@ impl<'a> Xmit<'a> {
             }
             Route::Loopback => {
                 skb.pull(path.ip_header_len())?;
-                recv::deliver(&data.counters, &data.qps, skb, true);
+                super::recv::deliver(&data.counters, &data.qps, skb, true);
             }
         }
         data.counters.inc(Counter::SentPkts);

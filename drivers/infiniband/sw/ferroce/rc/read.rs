@@ -12,6 +12,8 @@
 use crate::{
     device::Ferroce,
     limits::MAX_MSG_SIZE,
+    net::recv::Packet,
+    net::xmit::Xmit,
     proto::{
         aeth::Syndrome,
         opcode::Opcode,
@@ -20,11 +22,9 @@ use crate::{
         wqe::access,
     },
     qp::{QpInner, QpShared},
+    rc::resp::Refusal,
     rc::{self, path_mtu},
-    rc_resp::Refusal,
-    recv::Packet,
     sge,
-    xmit::Xmit,
 };
 use kernel::{prelude::*, rdma::qp::Qp};
 

@@ -10,7 +10,7 @@ use crate::{
     device::Ferroce,
     proto::wqe::{Completion, WcOpcode, WcStatus, WrOpcode, SEND_SIGNALED, SEND_SOLICITED},
     qp::{QpInner, QpShared},
-    send::{self, Datagram},
+    ud::send::{self, Datagram},
 };
 use kernel::{
     new_spinlock_irq,
@@ -136,14 +136,5 @@ impl KernelQueues {
             let c = Completion::flushed(s.wr_id, WcOpcode::Send, qp.qpn());
             let _ = FerroceCq::post(qp, qp.send_cq(), &c, true);
         }
-    }
-}
-
-impl QpShared {
-    /// Queues a kernel consumer's send and wakes the QP's work.
-    pub(crate) fn post_kernel_send(this: &Arc<Self>, wr: &SendWr<'_, Ferroce>) -> Result {
-        this.kq.post_send(wr)?;
-        this.kick();
-        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The requester side for UD: send WQEs from the shared ring become RoCEv2 packets.
+//! The UD requester: send WQEs from the shared ring become RoCEv2 packets.
 //!
 //! Each WQE is copied out of user memory once, then checked field by field (opcode, address
 //! vector, SGEs against the MR table and the QP's PD); one that fails completes in error and
@@ -9,6 +9,7 @@
 use crate::{
     ah::{ipv4_mapped, Av},
     counters::Counter,
+    cq::FerroceCq,
     device::Ferroce,
     proto::{
         bth::Bth,
@@ -18,13 +19,49 @@ use crate::{
         psn::Psn,
         wqe::{
             Completion, SendWqe, WcOpcode, WcStatus, WrOpcode, NETWORK_IPV4, NETWORK_IPV6,
-            SEND_INLINE, SEND_SIGNALED, SEND_SOLICITED, SGE_SIZE,
+            SEND_INLINE, SEND_SIGNALED, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
-    qp::QpShared,
+    qp::{tx::TX_BUDGET, QpInner, QpShared},
     sge,
 };
 use kernel::{prelude::*, rdma::qp::Qp};
+
+/// Sends posted WQEs, oldest first, up to [`TX_BUDGET`]; each one's completion goes to the send
+/// CQ. Returns whether more are posted.
+pub(crate) fn push(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -> bool {
+    let slot_len = shared.sq.slot_len();
+    let ud = UdQp {
+        shared,
+        payload_room: slot_len - SEND_WQE_HEADER,
+        qkey: inner.attr.qkey,
+    };
+    // One private copy of a slot at a time: user space cannot change a WQE under us.
+    let mut wqe = KVec::new();
+    if wqe.resize(slot_len, 0u8, GFP_ATOMIC).is_err() {
+        // The work tries again.
+        return true;
+    }
+    let Ok(posted) = shared.sq.posted(inner.sq_cons) else {
+        return false;
+    };
+    for _ in 0..posted.min(TX_BUDGET) {
+        match shared.sq.peek(inner.sq_cons, &mut wqe) {
+            Ok(true) => {}
+            _ => return false,
+        }
+        let mut psn = inner.attr.sq_psn;
+        let done = send_ud(qp, &ud, &wqe, &mut psn);
+        inner.attr.sq_psn = psn;
+        // Only the shared copy of the index can fail to be written; the kernel's moved on.
+        let _ = shared.sq.advance(&mut inner.sq_cons);
+        if let Some(c) = done {
+            // A full CQ loses the completion: its consumer fell behind.
+            let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
+        }
+    }
+    posted > TX_BUDGET
+}
 
 /// What a checked UD WQE asks for.
 struct UdWork {
@@ -36,21 +73,16 @@ struct UdWork {
 }
 
 /// What a UD send needs of its QP.
-pub(crate) struct UdQp<'a> {
-    pub(crate) shared: &'a QpShared,
+struct UdQp<'a> {
+    shared: &'a QpShared,
     /// Bytes after the WQE header: room for SGEs or inline data.
-    pub(crate) payload_room: usize,
+    payload_room: usize,
     /// The QP's Q_Key.
-    pub(crate) qkey: u32,
+    qkey: u32,
 }
 
 /// Sends the UD WQE `wqe` (a private copy of its slot); returns its completion, if it has one.
-pub(crate) fn send_ud(
-    qp: &Qp<Ferroce>,
-    ud: &UdQp<'_>,
-    wqe: &[u8],
-    psn: &mut u32,
-) -> Option<Completion> {
+fn send_ud(qp: &Qp<Ferroce>, ud: &UdQp<'_>, wqe: &[u8], psn: &mut u32) -> Option<Completion> {
     let wqe = SendWqe::new(wqe);
     let (wr_id, flags) = (wqe.wr_id(), wqe.send_flags());
     let done = |status| Completion::of_send_queue(wr_id, status, WcOpcode::Send, qp.qpn());

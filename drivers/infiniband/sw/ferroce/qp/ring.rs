@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP's send or receive ring, shared with rdma-core's rxe provider: user space produces, the
+//! kernel consumes, and nothing user space writes moves the kernel outside what it posted.
+
+use crate::{cq::FerroceCq, device::Ferroce, limits, proto::wqe::Completion, queue::Ring};
+use core::sync::atomic::Ordering;
+use kernel::{
+    prelude::*,
+    rdma::{
+        mmap::{MmapInfo, SharedMem},
+        qp::Qp,
+        udata::Udata,
+    },
+};
+
+/// A send or receive ring; user space produces, the kernel consumes.
+pub(crate) struct WorkRing(Ring);
+
+impl WorkRing {
+    pub(super) fn new(
+        entries: u32,
+        elem: usize,
+        udata: Option<&Udata<'_>>,
+    ) -> Result<(Self, MmapInfo)> {
+        // The provider needs a slot even for a queue of zero WRs.
+        let (ring, info) = Ring::new(entries.max(1), elem, limits::DEVICE_LIMITS.max_qp_wr, udata)?;
+        Ok((Self(ring), info))
+    }
+
+    /// Bytes per slot.
+    pub(crate) fn slot_len(&self) -> usize {
+        1usize << self.0.geo.log2_elem()
+    }
+
+    /// Most WQEs a ring holds.
+    pub(super) fn capacity(&self) -> u32 {
+        self.0.geo.capacity()
+    }
+
+    /// How many WQEs user space has posted after `cons`, the kernel's consumer index (at most
+    /// a ring's worth, whatever it wrote).
+    pub(crate) fn posted(&self, cons: u32) -> Result<u32> {
+        let prod = self.0.producer()?.load(Ordering::Acquire);
+        Ok(self.0.geo.count(prod, cons))
+    }
+
+    /// Copies the WQE at `cons` into `out` (a slot's length); `false` if none is posted there.
+    pub(crate) fn peek(&self, cons: u32, out: &mut [u8]) -> Result<bool> {
+        self.peek_at(cons, cons, out)
+    }
+
+    /// Copies the WQE at `pos` into `out`, if user space has posted it: `pos` must lie between
+    /// the kernel's consumer index `cons` and the producer index. Whatever the process writes
+    /// there, nothing before `cons` or a ring's worth after it is ever taken.
+    pub(crate) fn peek_at(&self, cons: u32, pos: u32, out: &mut [u8]) -> Result<bool> {
+        if self.0.geo.count(pos, cons) >= self.posted(cons)? {
+            return Ok(false);
+        }
+        self.0.mem.read(self.0.geo.slot_offset(pos), out)?;
+        Ok(true)
+    }
+
+    /// The ring position after `pos`.
+    pub(crate) fn next(&self, pos: u32) -> u32 {
+        self.0.geo.next(pos)
+    }
+
+    /// Retires the WQE at `*cons`: the slot is the producer's again.
+    pub(crate) fn advance(&self, cons: &mut u32) -> Result {
+        *cons = self.0.geo.next(*cons);
+        self.0.consumer()?.store(*cons, Ordering::Release);
+        Ok(())
+    }
+
+    /// Completes every WQE user space has posted, oldest first, with what `complete` makes of
+    /// it, into `cq`. `cons` is the kernel's own consumer index: the shared copy is only
+    /// written, since user space may scribble on it. Stops early if the CQ is full.
+    pub(super) fn flush(
+        &self,
+        cons: &mut u32,
+        qp: &Qp<Ferroce>,
+        to_send_cq: bool,
+        mut complete: impl FnMut(&SharedMem, usize) -> Result<Completion>,
+    ) -> Result {
+        // Masked: a garbage producer index flushes at most a ring's worth of garbage WQEs.
+        for _ in 0..self.posted(*cons)? {
+            let c = complete(&self.0.mem, self.0.geo.slot_offset(*cons))?;
+            let target = if to_send_cq {
+                qp.send_cq()
+            } else {
+                qp.recv_cq()
+            };
+            FerroceCq::post(qp, target, &c, true)?;
+            *cons = self.0.geo.next(*cons);
+            self.0.consumer()?.store(*cons, Ordering::Release);
+        }
+        Ok(())
+    }
+}

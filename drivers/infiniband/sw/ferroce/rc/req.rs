@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC requester: send WQEs become SEND, RDMA WRITE and RDMA READ packets, sent within a
+//! window of unacknowledged PSNs so that go-back-N after a loss resends a bounded amount.
+//!
+//! UC QPs use it too, without READ and without ACKs: a UC WQE is done once its last packet is
+//! out, and a loss costs the peer that message only.
+//!
+//! A WQE is copied out of the shared ring once, when it starts; every (re)transmission uses
+//! that copy, so user space cannot change a message under way. The completer ([`super::comp`])
+//! moves the window and retires WQEs.
+
+use crate::{
+    cc::{Pace, QpCc},
+    device::Ferroce,
+    net::xmit::Xmit,
+    proto::{
+        opcode::{Opcode, Position},
+        packet::{BuildError, ExtHeaders, Reth},
+        psn::Psn,
+        window::{Entry, Kind, Started, Window},
+        wqe::{
+            SendWqe, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER,
+            SGE_SIZE,
+        },
+    },
+    qp::{tx::TX_BUDGET, QpInner, QpShared},
+    rc::{bth, comp, path_mtu, timer},
+    sge,
+};
+use kernel::{
+    prelude::*,
+    rdma::qp::Qp,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
+
+/// Largest RC message (`max_msg_sz`).
+const MAX_MSG: u32 = 1 << 31;
+/// The responder ACKs every this many packets of a long message, so the window moves on.
+const ACK_EVERY: u32 = 32;
+
+/// A WQE that has started: its private copy, and where it stands in the window.
+pub(crate) struct Sent {
+    slot: KVec<u8>,
+    imm: Option<u32>,
+    pub(crate) len: u32,
+    /// Payload bytes per packet when it started.
+    pub(crate) mtu: u32,
+    pub(crate) entry: Entry,
+}
+
+impl Started for Sent {
+    fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    fn entry_mut(&mut self) -> &mut Entry {
+        &mut self.entry
+    }
+}
+
+impl Sent {
+    pub(crate) fn wqe(&self) -> SendWqe<'_> {
+        SendWqe::new(&self.slot)
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.entry.kind()
+    }
+
+    pub(crate) fn wc_opcode(&self) -> WcOpcode {
+        match self.kind() {
+            Kind::Send => WcOpcode::Send,
+            Kind::Write => WcOpcode::RdmaWrite,
+            Kind::Read => WcOpcode::RdmaRead,
+        }
+    }
+}
+
+/// The requester's state, under the QP's lock: started WQEs and the PSN window over them.
+#[derive(Default)]
+pub(crate) struct Requester {
+    /// Ring position of the next WQE to start.
+    next: u32,
+    /// Started WQEs not yet completed, oldest first (at the ring's consumer index).
+    pub(crate) flight: KVec<Sent>,
+    /// A WQE failed: start no more until the QP is flushed.
+    pub(crate) stopped: bool,
+    pub(crate) win: Window,
+    /// Timeouts left before the oldest WQE fails (`retry_cnt`).
+    pub(crate) retries: u8,
+    /// RNR NAKs left (`rnr_retry`; 7 is forever).
+    pub(crate) rnr_retries: u8,
+    /// The timer runs for an RNR NAK, not for a missing ACK.
+    pub(crate) rnr_wait: bool,
+    /// When the timer is due: progress moves it on without touching the armed timer, which
+    /// then finds it in the future and waits the rest.
+    pub(crate) due: Option<Instant<Monotonic>>,
+    /// A timeout was put off once because packets waited in the backlog (the answer may be
+    /// there); the next one counts, whatever waits.
+    pub(crate) put_off: bool,
+}
+
+impl Requester {
+    /// Forgets everything in flight (the QP is being flushed); new WQEs start at `cons`.
+    pub(crate) fn reset(&mut self, cons: u32) {
+        self.flight.clear();
+        self.next = cons;
+        self.stopped = false;
+        self.rnr_wait = false;
+        self.due = None;
+        self.put_off = false;
+    }
+
+    /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
+    pub(crate) fn start(&mut self, retry_cnt: u8, rnr_retry: u8, sq_psn: u32) {
+        self.set_retries(retry_cnt, rnr_retry);
+        if self.flight.is_empty() {
+            self.win = Window::starting_at(Psn::new(sq_psn));
+        }
+    }
+
+    pub(crate) fn set_retries(&mut self, retry_cnt: u8, rnr_retry: u8) {
+        self.retries = retry_cnt;
+        self.rnr_retries = rnr_retry;
+    }
+}
+
+/// Starts every posted WQE, oldest first, and sends what the window and one budget allow.
+/// Returns whether the budget ran out with more to send (the QP's work goes on).
+pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
+    let mtu = path_mtu(qp, inner);
+    while !inner.req.stopped {
+        let mut slot = KVec::new();
+        if slot.resize(shared.sq.slot_len(), 0u8, GFP_ATOMIC).is_err() {
+            // No memory now: the work tries again.
+            return true;
+        }
+        // Only WQEs between the consumer index and the producer's: the flight never holds more
+        // than the ring, whatever the process writes.
+        match shared.sq.peek_at(inner.sq_cons, inner.req.next, &mut slot) {
+            Ok(true) => {}
+            _ => break,
+        }
+        let sent = match prepare(qp, shared, slot, mtu, &mut inner.req.win) {
+            Ok(sent) => sent,
+            Err((slot, status)) => {
+                inner.req.stopped = true;
+                // Its completion names its opcode, if it had one.
+                let kind =
+                    kind(&SendWqe::new(&slot), shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
+                Sent {
+                    slot,
+                    imm: None,
+                    len: 0,
+                    mtu,
+                    entry: Entry::refused(kind, inner.req.win.end(), status),
+                }
+            }
+        };
+        if inner.req.flight.push(sent, GFP_ATOMIC).is_err() {
+            return true;
+        }
+        inner.req.next = shared.sq.next(inner.req.next);
+        inner.attr.sq_psn = inner.req.win.end().get();
+    }
+    comp::complete(qp, shared, inner);
+    pump(qp, shared, inner)
+}
+
+/// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
+/// take.
+fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
+    // What an RC QP takes; UC: all but READ.
+    Some(match w.opcode()? {
+        WrOpcode::Send => (Kind::Send, None),
+        WrOpcode::SendWithImm => (Kind::Send, Some(w.imm())),
+        WrOpcode::RdmaWrite => (Kind::Write, None),
+        WrOpcode::RdmaWriteWithImm => (Kind::Write, Some(w.imm())),
+        WrOpcode::RdmaRead if !uc => (Kind::Read, None),
+        _ => return None,
+    })
+}
+
+/// Checks a WQE copy, and the memory its SGEs name, and gives it its PSNs; a bad one comes back
+/// with its completion status, so a scribbled ring fails its own WQE before anything goes on
+/// the wire.
+fn prepare(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    slot: KVec<u8>,
+    mtu: u32,
+    win: &mut Window,
+) -> Result<Sent, (KVec<u8>, WcStatus)> {
+    let slot_len = shared.sq.slot_len();
+    let w = SendWqe::new(&slot);
+    let Some((kind, imm)) = kind(&w, shared.is_uc()) else {
+        return Err((slot, WcStatus::LocQpOpErr));
+    };
+    let room = slot_len - SEND_WQE_HEADER;
+    let len = if w.send_flags() & SEND_INLINE != 0 {
+        if kind == Kind::Read || w.length() as usize > room {
+            return Err((slot, WcStatus::LocLenErr));
+        }
+        w.length()
+    } else {
+        let num = w.num_sge() as usize;
+        if num.saturating_mul(SGE_SIZE) > room {
+            return Err((slot, WcStatus::LocLenErr));
+        }
+        // The message is what the SGEs add up to; the WQE's own total is not trusted.
+        let mrs = &qp.device().data().mrs;
+        let total = match sge::check(
+            mrs,
+            shared.pd,
+            (0..num).map(|i| w.sge(i)),
+            kind == Kind::Read,
+        ) {
+            Ok(total) => total,
+            Err(status) => return Err((slot, status)),
+        };
+        match u32::try_from(total) {
+            Ok(t) if t <= MAX_MSG => t,
+            _ => return Err((slot, WcStatus::LocLenErr)),
+        }
+    };
+    let npkts = len.div_ceil(mtu).max(1);
+    Ok(Sent {
+        slot,
+        imm,
+        len,
+        mtu,
+        entry: Entry::new(kind, win.assign(npkts), npkts),
+    })
+}
+
+/// Transmits from `nxt` while the window and one budget allow, after asking again for the
+/// missing responses of READs seen short. Arms the ACK timer if it is idle. Returns whether
+/// the budget ran out with more to send.
+pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
+    let asks = inner.req.flight.iter().any(|s| s.entry.asking());
+    let mut more = false;
+    // After an RNR NAK nothing goes out before its delay ends (the timer then sends again).
+    if (inner.req.win.unsent() || asks) && !inner.req.rnr_wait {
+        more = shared
+            .with_peer(qp, inner, |inner, xmit| {
+                send_asks(inner, xmit);
+                send_window(qp, shared, inner, xmit)
+            })
+            .unwrap_or(false);
+        if shared.is_uc() {
+            // What went out whole is done.
+            comp::complete(qp, shared, inner);
+        }
+    }
+    // No deadline: the timer is idle, or armed for the pacer only. It is for packets sent and
+    // unanswered, and for packets the stack refused (the timer tries again); not for those the
+    // pacer holds back, whose time at a low rate may be longer than the ACK timeout.
+    let stalled = inner.req.win.unsent() && !inner.cc.holds_back();
+    if inner.req.due.is_none() && (inner.req.win.awaits_answer() || stalled) {
+        timer::arm_ack(shared, inner);
+    }
+    timer::wake_paced(shared, inner);
+    more
+}
+
+/// Asks again for the missing responses of each READ the completer saw short, and only those:
+/// the READs after it may be fine, and asking for them again would double their traffic.
+fn send_asks(inner: &mut QpInner, xmit: &Xmit<'_>) {
+    let attr = inner.attr;
+    let req = &mut inner.req;
+    for sent in req.flight.iter_mut() {
+        if let Some(from) = sent.entry.take_ask() {
+            req.win
+                .asked_again(sent.entry.first().add(from), sent.entry.end());
+            // A lost request is asked again by the timer.
+            let _ = send_read_request(xmit, &attr, sent, from);
+        }
+    }
+}
+
+/// Sends from `nxt` within the window, at most [`TX_BUDGET`] packets; returns whether the
+/// budget cut it short.
+fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
+    let uc = shared.is_uc();
+    let attr = inner.attr;
+    let req = &mut inner.req;
+    let pace = &mut inner.cc;
+    let mut budget = TX_BUDGET;
+    while req.win.may_send() {
+        let Some((idx, i)) = req.win.to_send(&req.flight) else {
+            // Nothing left to send at or after `nxt` (all answered or failed).
+            req.win.skip_to_end();
+            break;
+        };
+        if budget == 0 {
+            return true;
+        }
+        budget -= 1;
+        let Some(sent) = req.flight.get(idx) else {
+            break;
+        };
+        // No more READs outstanding than the peer granted (IBA C9-148 ff.): it keeps state for
+        // that many, and a READ it has no room for would fail the QP. The rest wait, in order;
+        // with none granted, a READ waits until the ACK timeout fails it (C rxe sends none).
+        if sent.kind() == Kind::Read && !uc {
+            let limit = usize::from(attr.max_rd_atomic);
+            let outstanding = req.flight.get(..idx).map_or(0, |before| {
+                before
+                    .iter()
+                    .filter(|s| s.kind() == Kind::Read && s.entry.pending())
+                    .count()
+            });
+            if outstanding >= limit {
+                break;
+            }
+        }
+        let res = if sent.kind() == Kind::Read {
+            send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
+        } else {
+            let res = send_packet(qp, shared, &attr, xmit, &req.win, pace, sent, i);
+            // UC is unreliable: a packet the stack refused is a packet lost. One the pacer
+            // holds back is sent later.
+            res.or_else(|e| if uc && e != EAGAIN { Ok(()) } else { Err(e) })
+                .map(|()| sent.entry.first().add(i + 1))
+        };
+        match res {
+            Ok(next) => {
+                req.win.sent(next);
+                if uc {
+                    // No ACK will come: what is out is done.
+                    if let Some(s) = req.flight.get_mut(idx) {
+                        s.entry.sent_through(next);
+                    }
+                    req.win.settle(&req.flight);
+                }
+            }
+            // Paced: an ACK asked for, or the timer (see `pump`), brings the QP back.
+            Err(e) if e == EAGAIN => break,
+            // The stack refused (no memory, no route): the timer tries again.
+            Err(_) => break,
+        }
+    }
+    false
+}
+
+/// Asks for a READ's responses from the `from`th on.
+fn send_read_request(
+    xmit: &Xmit<'_>,
+    attr: &kernel::rdma::qp::QpAttr,
+    sent: &Sent,
+    from: u32,
+) -> Result {
+    let w = sent.wqe();
+    let done = from.saturating_mul(sent.mtu).min(sent.len);
+    let mut bth = bth(attr, Opcode::RcReadRequest, sent.entry.first().add(from));
+    bth.ack_req = true;
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.rdma_remote_addr().wrapping_add(u64::from(done)),
+            rkey: w.rdma_rkey(),
+            dma_len: sent.len - done,
+        }),
+        ..ExtHeaders::default()
+    };
+    xmit.send(&bth, &ext, &[])
+}
+
+/// Sends packet `i` of a SEND or WRITE, its payload copied from the WQE or its SGEs straight
+/// into the packet; on a UC QP with the UC opcode and no ACK request.
+fn send_packet(
+    qp: &Qp<Ferroce>,
+    shared: &QpShared,
+    attr: &kernel::rdma::qp::QpAttr,
+    xmit: &Xmit<'_>,
+    win: &Window,
+    pace: &mut QpCc,
+    sent: &Sent,
+    i: u32,
+) -> Result {
+    let uc = shared.is_uc();
+    let w = sent.wqe();
+    let flags = w.send_flags();
+    let off = (i * sent.mtu) as usize;
+    let n = (sent.len as usize - off).min(sent.mtu as usize);
+    let fill = |dst: &mut [u8]| {
+        if flags & SEND_INLINE != 0 {
+            let data = w
+                .inline_data(sent.len as usize)
+                .ok_or(BuildError::Payload)?;
+            dst.copy_from_slice(data.get(off..off + n).ok_or(BuildError::Payload)?);
+        } else {
+            let mrs = &qp.device().data().mrs;
+            let num = w.num_sge() as usize;
+            // The SGEs were checked for length; only a region deregistered since can fail.
+            sge::gather_at(mrs, shared.pd, (0..num).map(|j| w.sge(j)), off, dst)
+                .map_err(|_| BuildError::Payload)?;
+        }
+        Ok(())
+    };
+    let pos = match (i == 0, i + 1 == sent.entry.npkts()) {
+        (true, true) => Position::Only,
+        (true, false) => Position::First,
+        (false, true) => Position::Last,
+        (false, false) => Position::Middle,
+    };
+    let last = pos.ends();
+    let rc_op = opcode(sent.kind(), pos, sent.imm.is_some());
+    let op = if uc {
+        rc_op.to_uc().ok_or(EINVAL)?
+    } else {
+        rc_op
+    };
+    let psn = sent.entry.first().add(i);
+    let wire_len = xmit.wire_len(op as u8, n).ok_or(EINVAL)?;
+    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, attr.rate_limit, wire_len) {
+        Pace::Now => (None, false),
+        Pace::At { depart, ask_ack } => (Some(depart), ask_ack),
+        Pace::Wait => return Err(EAGAIN),
+    };
+    let mut bth = bth(attr, op, psn);
+    bth.ack_req = !uc && (last || (i + 1) % ACK_EVERY == 0 || win.wants_ack(psn) || ask_ack);
+    bth.solicited = last && flags & SEND_SOLICITED != 0;
+    let ext = ExtHeaders {
+        reth: (sent.kind() == Kind::Write && pos.starts()).then(|| Reth {
+            va: w.rdma_remote_addr(),
+            rkey: w.rdma_rkey(),
+            dma_len: sent.len,
+        }),
+        imm: if last { sent.imm } else { None },
+        ..ExtHeaders::default()
+    };
+    xmit.send_at(&bth, &ext, n, fill, depart)
+}
+
+fn opcode(kind: Kind, pos: Position, imm: bool) -> Opcode {
+    match (kind, pos, imm) {
+        (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
+        (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
+        (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
+        (Kind::Send, Position::Last, true) => Opcode::RcSendLastImm,
+        (Kind::Send, Position::Only, false) => Opcode::RcSendOnly,
+        (Kind::Send, Position::Only, true) => Opcode::RcSendOnlyImm,
+        (_, Position::First, _) => Opcode::RcWriteFirst,
+        (_, Position::Middle, _) => Opcode::RcWriteMiddle,
+        (_, Position::Last, false) => Opcode::RcWriteLast,
+        (_, Position::Last, true) => Opcode::RcWriteLastImm,
+        (_, Position::Only, false) => Opcode::RcWriteOnly,
+        (_, Position::Only, true) => Opcode::RcWriteOnlyImm,
+    }
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP's one timer, for the earliest of three deadlines: the ACK timeout of what is sent and
+//! unanswered, the delay an RNR NAK asked for, and the pacer's next departure. Progress moves a
+//! deadline without touching the armed timer; when it fires, the completer
+//! ([`super::comp::on_timer`]) finds the deadline moved on and waits the rest.
+
+use crate::{
+    proto::timeouts::ack_timeout_us,
+    qp::{QpInner, QpShared},
+};
+use kernel::{
+    sync::Arc,
+    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
+};
+
+/// The shortest ACK timeout ferroce waits, whatever the QP asks: below it, a slow machine
+/// would resend what is merely queued.
+const MIN_ACK_TIMEOUT_US: u64 = 10_000;
+
+/// Starts the QP's ACK (or RNR) timer `us` from now, replacing an armed one.
+pub(super) fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
+    let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
+    inner.req.due = Some(Instant::now() + delay);
+    rearm(shared, inner);
+}
+
+/// Arms the QP's one timer for the earlier of the ACK deadline and the pacer's wake-up (see
+/// [`wake_paced`]), or stops it if there is neither. Dropping the old handle cancels it
+/// (waiting for a running callback, which only queues work).
+pub(super) fn rearm(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    let at = match (inner.req.due, inner.cc.wake_at) {
+        (Some(d), Some(w)) => match (d - w).is_negative() {
+            true => d,
+            false => w,
+        },
+        (Some(at), None) | (None, Some(at)) => at,
+        (None, None) => {
+            inner.timer = None;
+            return;
+        }
+    };
+    let delay = until(at).unwrap_or(Delta::from_micros(1));
+    inner.timer = None;
+    inner.timer = Some(shared.clone().start(delay));
+}
+
+/// The time left until `at`; `None` once it has come.
+pub(super) fn until(at: Instant<Monotonic>) -> Option<Delta> {
+    let left = at - Instant::now();
+    (!left.is_negative() && !left.is_zero()).then_some(left)
+}
+
+/// The ACK timeout of the QP, if it has one.
+fn ack_timeout(inner: &QpInner) -> Option<u64> {
+    ack_timeout_us(inner.attr.timeout).map(|us| us.max(MIN_ACK_TIMEOUT_US))
+}
+
+/// (Re)starts the ACK timeout, if the QP has one.
+pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    inner.req.rnr_wait = false;
+    match ack_timeout(inner) {
+        Some(us) => arm(shared, inner, us),
+        None => stop_timer(shared, inner),
+    }
+}
+
+/// The peer made progress: the ACK timeout starts over. The armed timer is left alone (cheap
+/// per packet): when it fires it finds the new deadline and waits the rest. With everything
+/// sent answered there is no deadline until more goes out ([`super::req::pump`] arms it):
+/// a paced QP's next packet may be further away than the ACK timeout.
+pub(super) fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    if inner.req.rnr_wait {
+        return;
+    }
+    if !inner.req.win.awaits_answer() {
+        stop_timer(shared, inner);
+        return;
+    }
+    // An armed timer fires no later than the deadline it was armed for, or the pacer's.
+    match (ack_timeout(inner), inner.req.due.is_some()) {
+        (Some(us), true) => {
+            let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
+            inner.req.due = Some(Instant::now() + delay);
+        }
+        (Some(_), false) => arm_ack(shared, inner),
+        (None, _) => stop_timer(shared, inner),
+    }
+}
+
+/// After a [`Pace::Wait`], arms the QP's timer for when its pacer lets the next packet go:
+/// the work then paces again. Kept until then whatever the ACK timer does.
+///
+/// [`Pace::Wait`]: crate::cc::Pace::Wait
+pub(crate) fn wake_paced(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    let Some(at) = inner.cc.take_wake() else {
+        return;
+    };
+    let earlier = inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
+    if earlier {
+        inner.cc.wake_at = Some(at);
+        rearm(shared, inner);
+    }
+}
+
+/// No more deadline; the timer stays armed for the pacer's wake-up, if one is due.
+pub(super) fn stop_timer(shared: &Arc<QpShared>, inner: &mut QpInner) {
+    inner.req.due = None;
+    rearm(shared, inner);
+}
