@@ -182,7 +182,7 @@ impl<T: Pernet> PernetRegistration<T> {
     pub fn register() -> impl PinInit<Self, Error> {
         const {
             // The core kzallocs the slot: kmalloc's alignment must do for `T::Data`.
-            assert!(core::mem::align_of::<T::Data>() <= bindings::ARCH_KMALLOC_MINALIGN as usize);
+            assert!(core::mem::align_of::<T::Data>() <= bindings::ARCH_KMALLOC_MINALIGN);
         }
         try_pin_init!(Self {
             ops <- Opaque::try_ffi_init(|slot: *mut bindings::pernet_operations| {
@@ -214,6 +214,9 @@ impl<T: Pernet> PernetRegistration<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called by the core only, for a namespace it is setting up, after `register` set `T::ID`.
     unsafe extern "C" fn init_callback(net: *mut bindings::net) -> c_int {
         from_result(|| {
             // SAFETY: The core is setting up `net` and assigned `T::ID` before calling us.
@@ -227,6 +230,9 @@ impl<T: Pernet> PernetRegistration<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called by the core only, for a namespace whose `init_callback` succeeded.
     unsafe extern "C" fn exit_callback(net: *mut bindings::net) {
         // SAFETY: The core is dismantling `net`, whose `init` succeeded.
         let (id, net) = unsafe { (*T::ID.id.get(), Namespace::from_raw(net)) };

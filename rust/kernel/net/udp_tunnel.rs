@@ -69,6 +69,9 @@ impl<T: EncapRecv> UdpTunnelSocket<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called by UDP only, for a socket this type set up, with `skb` NULL or an owned packet.
     unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_buff) -> c_int {
         if let Some(skb) = NonNull::new(skb) {
             // SAFETY: UDP hands us its reference on `skb` when we return 0.

@@ -282,23 +282,20 @@ pub mod kernel_cap {
 pub mod port_cap {
     use crate::bindings;
 
-    // CAST: A small non-negative enum constant.
     /// Supports the communication manager.
-    pub const CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP as u32;
+    pub const CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 }
 
 /// Core capability flags (`RDMA_CORE_*`) for [`PortImmutable::core_cap_flags`].
 pub mod core_cap {
     use crate::bindings;
 
-    // CAST: A non-negative constant below 2^32.
     /// A RoCEv2 port: UDP encapsulation, MADs, CM, Ethernet address handles.
-    pub const PORT_IBA_ROCE_UDP_ENCAP: u32 = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP as u32;
+    pub const PORT_IBA_ROCE_UDP_ENCAP: u32 = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 }
 
 /// Size of a management datagram, bytes (`IB_MGMT_MAD_SIZE`).
-// CAST: A small non-negative enum constant.
-pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE as u32;
+pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;
 
 /// `IB_USER_VERBS_CMD_*` bits a provider adds to the uverbs command mask.
 pub mod uverbs_cmd {

@@ -50,7 +50,7 @@ impl SharedMem {
         }
         let size = u32::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: Any length is accepted; the result is zeroed or NULL.
-        let addr = NonNull::new(unsafe { bindings::vmalloc_user_noprof(len as _) })
+        let addr = NonNull::new(unsafe { bindings::vmalloc_user_noprof(len as c_ulong) })
             .ok_or(ENOMEM)?
             .cast::<u8>();
         let entry = match KBox::new(

@@ -80,7 +80,7 @@ fn new_mr<T: Driver>(
     // SAFETY: The core takes the pointer and gives it back to `dereg`, which rebuilds the box;
     // it never moves the object.
     let obj = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
-    // SAFETY: `ib` is the first field.
+    // `ib` is the first field: the object's address is its `ib_mr`'s.
     let ib = obj.cast::<bindings::ib_mr>();
     // SAFETY: Just allocated, not shared yet.
     unsafe {

@@ -28,7 +28,7 @@ impl<C, D> CoreObject<C, D> {
     /// padded size's natural alignment for the small alignments used here.
     pub(crate) const ALLOC_SIZE: usize = {
         let layout = Layout::new::<Self>();
-        assert!(layout.align() <= crate::bindings::ARCH_KMALLOC_MINALIGN as usize);
+        assert!(layout.align() <= crate::bindings::ARCH_KMALLOC_MINALIGN);
         assert!(offset_of!(Self, c) == 0);
         layout.size()
     };

@@ -16,6 +16,8 @@ pub struct StatDesc(bindings::rdma_stat_desc);
 
 impl StatDesc {
     /// A counter that is always on.
+    // `CStrExt::as_char_ptr` is not `const`; the pointer is `name`'s, cast to `c_char` as it does.
+    #[allow(clippy::disallowed_methods)]
     pub const fn new(name: &'static CStr) -> Self {
         Self(bindings::rdma_stat_desc {
             name: name.as_ptr().cast(),
@@ -41,7 +43,7 @@ pub(crate) fn alloc(descs: &'static [StatDesc]) -> *mut bindings::rdma_hw_stats 
     };
     // SAFETY: `descs` is a `'static` array of `n` transparent `rdma_stat_desc`s.
     unsafe {
-        bindings::rdma_alloc_hw_stats_struct(descs.as_ptr().cast(), n, DEFAULT_LIFESPAN_MS as _)
+        bindings::rdma_alloc_hw_stats_struct(descs.as_ptr().cast(), n, DEFAULT_LIFESPAN_MS as c_ulong)
     }
 }
 
