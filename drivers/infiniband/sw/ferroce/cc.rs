@@ -12,7 +12,6 @@
 
 use crate::{
     counters::{Counter, Counters},
-    device::Ferroce,
     net::recv::Packet,
     proto::{
         bth::Bth,
@@ -22,7 +21,7 @@ use crate::{
         packet::ExtHeaders,
         psn::Psn,
     },
-    qp::{QpInner, QpShared},
+    qp::QpCtx,
 };
 use core::{
     fmt,
@@ -31,7 +30,7 @@ use core::{
 use kernel::{
     debugfs::{Dir, Scope},
     prelude::*,
-    rdma::qp::{Qp, QpType},
+    rdma::qp::QpType,
     time::{Delta, Instant, Monotonic},
     uaccess::UserSliceReader,
 };
@@ -339,29 +338,26 @@ impl QpCc {
 /// A packet for an RC or UC `qp`, of its transport and from its peer, came CE-marked: counted,
 /// and answered with a CNP to its sender unless one left within `np_min_time_between_cnps`.
 /// Never for a CNP or an ACK.
-pub(crate) fn on_ce(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-    counters: &Counters,
-) {
+pub(crate) fn on_ce(cx: &mut QpCtx<'_>, pkt: &Packet<'_>, counters: &Counters) {
     counters.inc(Counter::NpEcnMarked);
-    let cc = &qp.device().data().cc;
+    let cc = &cx.dev().cc;
     if !cc.enabled() || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
         return;
     }
-    let Some(path) = inner.path(qp.qpn()) else {
+    let Some(path) = cx.inner.path(cx.qp.qpn()) else {
         return;
     };
     let params = cc.params();
-    if !inner.cc.gate.allow(cc.now(), &params) {
+    if !cx.inner.cc.gate.allow(cc.now(), &params) {
         return;
     }
-    let mut bth = Bth::new(Opcode::Cnp as u8, inner.attr.dest_qp_num, Psn::default());
+    let mut bth = Bth::new(Opcode::Cnp as u8, cx.inner.attr.dest_qp_num, Psn::default());
     bth.becn = true;
     let path = path.with_tclass(dcqcn::cnp_tclass(&params));
-    if let Ok(Ok(())) = shared.with_path(qp, path, |x| x.send(&bth, &ExtHeaders::default(), &[])) {
+    if let Ok(Ok(())) = cx
+        .shared
+        .with_path(cx.qp, path, |x| x.send(&bth, &ExtHeaders::default(), &[]))
+    {
         counters.inc(Counter::NpCnpSent);
     }
 }
@@ -369,20 +365,15 @@ pub(crate) fn on_ce(
 /// A CNP came for `qp` (from its peer, for RC and UC: the caller checked): it cuts the rate
 /// of an RC or UC QP that sends, while congestion control is on. Any other is ignored: UD
 /// sends are not paced, and a QP that does not send has no rate to cut.
-pub(crate) fn on_cnp(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    counters: &Counters,
-) {
-    let cc = &qp.device().data().cc;
+pub(crate) fn on_cnp(cx: &mut QpCtx<'_>, counters: &Counters) {
+    let cc = &cx.dev().cc;
     if !cc.enabled()
-        || !matches!(shared.qp_type(), QpType::Rc | QpType::Uc)
-        || !inner.attr.state.can_send()
+        || !matches!(cx.shared.qp_type(), QpType::Rc | QpType::Uc)
+        || !cx.inner.attr.state.can_send()
     {
         counters.inc(Counter::RpCnpIgnored);
         return;
     }
-    inner.cc.rate.on_cnp(cc.now(), &cc.params(), LINE_MBPS);
+    cx.inner.cc.rate.on_cnp(cc.now(), &cc.params(), LINE_MBPS);
     counters.inc(Counter::RpCnpHandled);
 }

@@ -17,7 +17,8 @@ use self::{kernel_queues::KernelQueues, ring::WorkRing, table::QPN_LIMIT};
 use crate::{
     ah::Av,
     cc::QpCc,
-    device::Ferroce,
+    counters::Counters,
+    device::{Ferroce, FerroceDevice},
     limits,
     net::xmit::TxPath,
     proto::{
@@ -92,6 +93,31 @@ impl QpInner {
     }
 }
 
+/// A QP while its lock is held, as its transports see it: the core's QP, the state its packets,
+/// work and verbs share, and what the lock guards.
+pub(crate) struct QpCtx<'a> {
+    pub(crate) qp: &'a Qp<Ferroce>,
+    pub(crate) shared: &'a Arc<QpShared>,
+    pub(crate) inner: &'a mut QpInner,
+}
+
+impl<'a> QpCtx<'a> {
+    /// The device's state.
+    pub(crate) fn dev(&self) -> &'a FerroceDevice {
+        self.qp.device().data()
+    }
+
+    /// The device's counters.
+    pub(crate) fn counters(&self) -> &'a Counters {
+        &self.dev().counters
+    }
+
+    /// A WR failed: the QP goes to the error state, which flushes the others.
+    pub(crate) fn fail(&mut self) {
+        self.shared.fail(self.qp, self.inner);
+    }
+}
+
 /// What the data path needs of a QP; shared with the device's QP table.
 ///
 /// Its state is under a spinlock held with softirqs off: packets are taken in softirq, as they
@@ -148,6 +174,7 @@ impl QpShared {
 
     /// Queues the QP's work (unless it is queued already).
     pub(crate) fn kick(self: &Arc<Self>) {
+        // Already queued: that run sees what this one would have.
         let _ = self.wq.enqueue(self.clone());
     }
 
@@ -169,6 +196,7 @@ impl QpShared {
     /// A WR failed: the QP goes to the error state, which flushes the others.
     pub(crate) fn fail(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) {
         inner.attr.state = QpState::Err;
+        // A full CQ loses completions (its consumer fell behind); the QP is in error regardless.
         let _ = self.flush(qp, inner);
     }
 
@@ -376,12 +404,15 @@ impl FerroceQp {
         let this = &qp.data().shared;
         let (res, more) = {
             let mut inner = this.inner.lock();
-            match (inner.attr.state, this.qp_type) {
-                (QpState::Err, _) => (this.flush(qp, &mut inner), false),
-                (s, QpType::Ud) if s.can_send() => (Ok(()), ud::send::push(qp, this, &mut inner)),
-                (s, QpType::Rc | QpType::Uc) if s.can_send() => {
-                    (Ok(()), rc::req::push(qp, this, &mut inner))
-                }
+            let mut cx = QpCtx {
+                qp,
+                shared: this,
+                inner: &mut inner,
+            };
+            match (cx.inner.attr.state, this.qp_type) {
+                (QpState::Err, _) => (this.flush(qp, cx.inner), false),
+                (s, QpType::Ud) if s.can_send() => (Ok(()), ud::send::push(&mut cx)),
+                (s, QpType::Rc | QpType::Uc) if s.can_send() => (Ok(()), rc::req::push(&mut cx)),
                 // Before RTS they wait.
                 _ => (Ok(()), false),
             }
@@ -431,20 +462,26 @@ pub(crate) const RATE_LIMIT_KBPS: core::ops::RangeInclusive<u32> =
 /// Checks what the state table does not: values in range for this device.
 fn check_attr(a: &QpAttr, mask: AttrMask) -> Result {
     let lim = &limits::DEVICE_LIMITS;
-    let bad = (mask.has(AttrMask::PORT) && a.port != 1)
-        || (mask.has(AttrMask::PKEY_INDEX) && a.pkey_index != 0)
-        || (mask.has(AttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > lim.max_qp_init_rd_atom)
-        || (mask.has(AttrMask::MAX_DEST_RD_ATOMIC) && u32::from(a.max_dest_rd_atomic) > lim.max_qp_rd_atom)
-        || (mask.has(AttrMask::TIMEOUT) && a.timeout > 31)
-        || (mask.has(AttrMask::RETRY_CNT) && a.retry_cnt > 7)
-        || (mask.has(AttrMask::RNR_RETRY) && a.rnr_retry > 7)
-        || (mask.has(AttrMask::MIN_RNR_TIMER) && a.min_rnr_timer > 31)
-        || (mask.has(AttrMask::DEST_QPN) && a.dest_qp_num >= QPN_LIMIT)
+    let max_rd_atomic = u32::from(a.max_rd_atomic);
+    let max_dest_rd_atomic = u32::from(a.max_dest_rd_atomic);
+    let bad = [
+        mask.has(AttrMask::PORT) && a.port != 1,
+        mask.has(AttrMask::PKEY_INDEX) && a.pkey_index != 0,
+        mask.has(AttrMask::MAX_QP_RD_ATOMIC) && max_rd_atomic > lim.max_qp_init_rd_atom,
+        mask.has(AttrMask::MAX_DEST_RD_ATOMIC) && max_dest_rd_atomic > lim.max_qp_rd_atom,
+        mask.has(AttrMask::TIMEOUT) && a.timeout > 31,
+        mask.has(AttrMask::RETRY_CNT) && a.retry_cnt > 7,
+        mask.has(AttrMask::RNR_RETRY) && a.rnr_retry > 7,
+        mask.has(AttrMask::MIN_RNR_TIMER) && a.min_rnr_timer > 31,
+        mask.has(AttrMask::DEST_QPN) && a.dest_qp_num >= QPN_LIMIT,
         // ferroce speaks RoCE v2 only: the source GID must be a UDP one.
-        || (mask.has(AttrMask::AV) && !a.ah.roce_v2)
-        || (mask.has(AttrMask::RATE_LIMIT) && a.rate_limit != 0 && !RATE_LIMIT_KBPS.contains(&a.rate_limit))
-        || mask.has(AttrMask::ALT_PATH);
-    if bad {
+        mask.has(AttrMask::AV) && !a.ah.roce_v2,
+        mask.has(AttrMask::RATE_LIMIT)
+            && a.rate_limit != 0
+            && !RATE_LIMIT_KBPS.contains(&a.rate_limit),
+        mask.has(AttrMask::ALT_PATH),
+    ];
+    if bad.contains(&true) {
         Err(EINVAL)
     } else {
         Ok(())

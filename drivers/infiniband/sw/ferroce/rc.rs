@@ -13,16 +13,15 @@ pub(crate) mod resp;
 pub(crate) mod timer;
 
 use crate::{
-    device::Ferroce,
     proto::{bth::Bth, opcode::Opcode, psn::Psn},
-    qp::QpInner,
+    qp::QpCtx,
 };
-use kernel::rdma::qp::{Qp, QpAttr};
+use kernel::rdma::qp::QpAttr;
 
 /// Payload bytes per packet on this QP's path.
-pub(crate) fn path_mtu(qp: &Qp<Ferroce>, inner: &QpInner) -> u32 {
-    let dev_mtu = qp.device().data().ib_mtu();
-    inner
+pub(crate) fn path_mtu(cx: &QpCtx<'_>) -> u32 {
+    let dev_mtu = cx.dev().ib_mtu();
+    cx.inner
         .attr
         .path_mtu
         .map_or(dev_mtu, |m| m.bytes().min(dev_mtu))

@@ -562,7 +562,7 @@ impl Window {
 
     /// The entry that holds `nxt`, and which of its packets (a READ: from which response to
     /// ask); `None` if nothing pending holds it.
-    pub(crate) fn to_send(&self, entries: &[impl Started]) -> Option<(usize, u32)> {
+    pub(crate) fn next_to_send(&self, entries: &[impl Started]) -> Option<(usize, u32)> {
         let idx = entries
             .iter()
             .map(Started::entry)
@@ -720,7 +720,7 @@ mod tests {
         assert!(e[0].finished());
         assert_eq!((e[1].done(), w.una(), w.nxt()), (1, psn(4), psn(4)));
         assert!(w.may_send());
-        assert_eq!(w.to_send(&e), Some((1, 1)));
+        assert_eq!(w.next_to_send(&e), Some((1, 1)));
     }
 
     #[test]
@@ -855,7 +855,7 @@ mod tests {
         w.read_landed(&mut e, 1, 0);
         w.rewind(&mut e);
         assert_eq!(w.nxt(), w.una());
-        assert_eq!(w.to_send(&e), Some((1, 1)));
+        assert_eq!(w.next_to_send(&e), Some((1, 1)));
     }
 
     #[test]
@@ -870,9 +870,9 @@ mod tests {
             w.read_landed(&mut e, 1, p - 4);
         }
         w.rewind(&mut e);
-        assert_eq!(w.to_send(&e), Some((0, 1)));
+        assert_eq!(w.next_to_send(&e), Some((0, 1)));
         w.sent(e[0].end());
-        assert_eq!(w.to_send(&e), Some((1, 2)));
+        assert_eq!(w.next_to_send(&e), Some((1, 2)));
     }
 
     #[test]
@@ -904,7 +904,7 @@ mod tests {
     fn fill(w: &mut Window, e: &[Entry]) -> u32 {
         let mut n = 0;
         while w.may_send() {
-            let (_, i) = w.to_send(e).unwrap();
+            let (_, i) = w.next_to_send(e).unwrap();
             w.sent(e[0].first().add(i + 1));
             n += 1;
         }
@@ -1048,7 +1048,7 @@ mod tests {
                     }
                     1 => {
                         while w.may_send() {
-                            let Some((idx, i)) = w.to_send(&e) else {
+                            let Some((idx, i)) = w.next_to_send(&e) else {
                                 w.skip_to_end();
                                 break;
                             };

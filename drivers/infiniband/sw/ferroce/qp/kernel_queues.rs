@@ -9,7 +9,7 @@ use crate::{
     cq::FerroceCq,
     device::Ferroce,
     proto::wqe::{Completion, WcOpcode, WcStatus, WrOpcode, SEND_SIGNALED, SEND_SOLICITED},
-    qp::{QpInner, QpShared},
+    qp::QpCtx,
     ud::send::{self, Datagram},
 };
 use kernel::{
@@ -94,47 +94,50 @@ impl KernelQueues {
         }
     }
 
-    /// Sends what was posted, oldest first, each completing into the send CQ.
-    pub(crate) fn run_sends(&self, qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) {
-        let sends = core::mem::take(&mut *self.sends.lock());
-        for s in sends.iter() {
-            let status = match inner.attr.state {
-                state if state.can_send() => {
-                    let d = Datagram {
-                        av: &s.ah.av,
-                        remote_qpn: s.remote_qpn,
-                        remote_qkey: s.remote_qkey,
-                        imm: s.imm,
-                        solicited: s.solicited,
-                        payload: &s.payload,
-                    };
-                    let mut psn = inner.attr.sq_psn;
-                    let res = send::send_datagram(qp, shared, &d, inner.attr.qkey, &mut psn);
-                    inner.attr.sq_psn = psn;
-                    res.err().unwrap_or(WcStatus::Success)
-                }
-                QpState::Err => WcStatus::WrFlushErr,
-                // Posted before the QP could send (the consumer's mistake).
-                _ => WcStatus::LocQpOpErr,
-            };
-            if s.signaled || shared.sig_all() || status != WcStatus::Success {
-                let c = Completion::of_send_queue(s.wr_id, status, WcOpcode::Send, qp.qpn());
-                let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
-            }
-        }
-    }
-
     /// Completes every posted WR with a flush error: receives first, then sends.
     pub(crate) fn flush(&self, qp: &Qp<Ferroce>) {
         let recvs = core::mem::take(&mut *self.recvs.lock());
         for r in recvs.iter() {
             let c = Completion::flushed(r.wr_id, WcOpcode::Recv, qp.qpn());
+            // A full CQ loses the completion: its consumer fell behind.
             let _ = FerroceCq::post(qp, qp.recv_cq(), &c, true);
         }
         let sends = core::mem::take(&mut *self.sends.lock());
         for s in sends.iter() {
             let c = Completion::flushed(s.wr_id, WcOpcode::Send, qp.qpn());
+            // A full CQ loses the completion: its consumer fell behind.
             let _ = FerroceCq::post(qp, qp.send_cq(), &c, true);
+        }
+    }
+}
+
+/// Sends what was posted, oldest first, each completing into the send CQ.
+pub(crate) fn run_sends(cx: &mut QpCtx<'_>) {
+    let sends = core::mem::take(&mut *cx.shared.kq.sends.lock());
+    for s in sends.iter() {
+        let status = match cx.inner.attr.state {
+            state if state.can_send() => {
+                let d = Datagram {
+                    av: &s.ah.av,
+                    remote_qpn: s.remote_qpn,
+                    remote_qkey: s.remote_qkey,
+                    imm: s.imm,
+                    solicited: s.solicited,
+                    payload: &s.payload,
+                };
+                let mut psn = cx.inner.attr.sq_psn;
+                let res = send::send_datagram(cx.qp, cx.shared, &d, cx.inner.attr.qkey, &mut psn);
+                cx.inner.attr.sq_psn = psn;
+                res.err().unwrap_or(WcStatus::Success)
+            }
+            QpState::Err => WcStatus::WrFlushErr,
+            // Posted before the QP could send (the consumer's mistake).
+            _ => WcStatus::LocQpOpErr,
+        };
+        if s.signaled || cx.shared.sig_all() || status != WcStatus::Success {
+            let c = Completion::of_send_queue(s.wr_id, status, WcOpcode::Send, cx.qp.qpn());
+            // A full CQ loses the completion: its consumer fell behind.
+            let _ = FerroceCq::post(cx.qp, cx.qp.send_cq(), &c, false);
         }
     }
 }

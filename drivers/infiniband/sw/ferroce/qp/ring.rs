@@ -61,6 +61,25 @@ impl WorkRing {
         Ok(true)
     }
 
+    /// A private copy of the WQE at `pos` (see [`Self::peek_at`]), so that user space cannot
+    /// change it under way: `None` if none is posted there (or the ring cannot be read),
+    /// `ENOMEM` if no copy could be made. The check comes first: a packet finding no receive
+    /// posted counts as that, whatever memory is short.
+    pub(crate) fn copy_at(&self, cons: u32, pos: u32) -> Result<Option<KVec<u8>>> {
+        if !self
+            .posted(cons)
+            .is_ok_and(|n| self.0.geo.count(pos, cons) < n)
+        {
+            return Ok(None);
+        }
+        let mut slot = KVec::new();
+        slot.resize(self.slot_len(), 0u8, GFP_ATOMIC)?;
+        Ok(self
+            .peek_at(cons, pos, &mut slot)
+            .unwrap_or(false)
+            .then_some(slot))
+    }
+
     /// The ring position after `pos`.
     pub(crate) fn next(&self, pos: u32) -> u32 {
         self.0.geo.next(pos)

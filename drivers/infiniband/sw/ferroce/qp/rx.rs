@@ -3,7 +3,7 @@
 //! Packets for a QP: taken at once in softirq, or from its backlog by its work, and handed to
 //! its transport after the checks every transport shares (ICRC, P_Key, the connected peer).
 
-use super::{QpInner, QpShared};
+use super::{QpCtx, QpInner, QpShared};
 use crate::{
     cc,
     counters::{Counter, Counters},
@@ -111,43 +111,43 @@ impl QpShared {
             return Err(Reject::Packet(DropReason::BadIcrc));
         }
         let pkt = Packet::new(skb, hdr);
-        self.dispatch(qp, inner, &pkt, counters).map_err(Reject::Qp)
+        let mut cx = QpCtx {
+            qp,
+            shared: self,
+            inner,
+        };
+        Self::dispatch(&mut cx, &pkt, counters).map_err(Reject::Qp)
     }
 
-    fn dispatch(
-        self: &Arc<Self>,
-        qp: &Qp<Ferroce>,
-        inner: &mut QpInner,
-        pkt: &Packet<'_>,
-        counters: &Counters,
-    ) -> Result<(), QpDrop> {
-        let state = inner.attr.state;
+    fn dispatch(cx: &mut QpCtx<'_>, pkt: &Packet<'_>, counters: &Counters) -> Result<(), QpDrop> {
+        let state = cx.inner.attr.state;
         // The one P_Key of the port (index 0) is every QP's.
         if !pkey_matches(pkt.bth.pkey, limits::DEFAULT_PKEY) {
             return Err(QpDrop::BadPkey);
         }
         // A connected QP takes packets from its peer, to its own address, only.
-        if matches!(self.qp_type, QpType::Rc | QpType::Uc)
+        if matches!(cx.shared.qp_type, QpType::Rc | QpType::Uc)
             && state.can_receive()
-            && !inner
-                .path(qp.qpn())
+            && !cx
+                .inner
+                .path(cx.qp.qpn())
                 .is_some_and(|p| p.answers(pkt.hdr.ip()))
         {
             return Err(QpDrop::BadAddress);
         }
         if pkt.info.kind == OpKind::Cnp {
-            cc::on_cnp(qp, self, inner, counters);
+            cc::on_cnp(cx, counters);
             return Ok(());
         }
         // A CE mark counts, and gets a CNP, once the packet passed the checks that make it the
         // peer's, of the QP's transport, to a QP in a state to take it.
         let ce = dcqcn::is_ce(pkt.hdr.ip());
-        match self.qp_type {
+        match cx.shared.qp_type {
             QpType::Ud | QpType::Gsi => {
                 if ce {
                     counters.inc(Counter::NpEcnMarked);
                 }
-                ud::recv::receive(qp, self, inner, pkt, counters)
+                ud::recv::receive(cx, pkt, counters)
             }
             QpType::Rc => {
                 if pkt.info.transport != Transport::Rc {
@@ -158,11 +158,11 @@ impl QpShared {
                         return Err(QpDrop::BadState);
                     }
                     if ce {
-                        cc::on_ce(qp, self, inner, pkt, counters);
+                        cc::on_ce(cx, pkt, counters);
                     }
                     // C rxe's name for responses handed to the completer.
                     counters.inc(Counter::AckDeferred);
-                    rc::comp::on_response(qp, self, inner, pkt).inspect(|()| {
+                    rc::comp::on_response(cx, pkt).inspect(|()| {
                         counters.inc(Counter::RcvdPkts);
                         // Read responses carry data, counted as sent by the peer.
                         counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
@@ -172,9 +172,9 @@ impl QpShared {
                         return Err(QpDrop::BadState);
                     }
                     if ce {
-                        cc::on_ce(qp, self, inner, pkt, counters);
+                        cc::on_ce(cx, pkt, counters);
                     }
-                    rc::resp::on_request(qp, self, inner, pkt, counters)
+                    rc::resp::on_request(cx, pkt, counters)
                 }
             }
             QpType::Uc => {
@@ -182,9 +182,9 @@ impl QpShared {
                     return Err(QpDrop::BadState);
                 }
                 if ce {
-                    cc::on_ce(qp, self, inner, pkt, counters);
+                    cc::on_ce(cx, pkt, counters);
                 }
-                rc::resp::on_uc_request(qp, self, inner, pkt, counters)
+                rc::resp::on_uc_request(cx, pkt, counters)
             }
         }
     }

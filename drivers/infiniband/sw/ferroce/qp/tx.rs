@@ -3,7 +3,7 @@
 //! A QP's way out: its route to the connected peer, kept while it holds, and its outbox, sent
 //! in order once the QP's lock is dropped.
 
-use super::{QpInner, QpShared};
+use super::{QpCtx, QpShared};
 use crate::{
     counters::{Counter, Counters},
     device::Ferroce,
@@ -17,25 +17,23 @@ use kernel::{prelude::*, rdma::qp::Qp};
 /// packets go and others take the lock; the work goes on with the rest.
 pub(crate) const TX_BUDGET: u32 = 64;
 
-impl QpShared {
+impl QpCtx<'_> {
     /// Runs `f` with a way to send to the connected peer (RC, UC): the kept one, or one looked
     /// up again if the path changed or its route no longer holds. `None` if there is no route.
-    pub(crate) fn with_peer<R>(
-        &self,
-        qp: &Qp<Ferroce>,
-        inner: &mut QpInner,
-        f: impl FnOnce(&mut QpInner, &Xmit<'_>) -> R,
-    ) -> Option<R> {
-        let path = qp.device().data().cc.mark(inner.path(qp.qpn())?);
-        let to = match inner.peer.take() {
+    pub(crate) fn with_peer<R>(&mut self, f: impl FnOnce(&mut Self, &Xmit<'_>) -> R) -> Option<R> {
+        let (qp, shared) = (self.qp, self.shared);
+        let path = self.dev().cc.mark(self.inner.path(qp.qpn())?);
+        let to = match self.inner.peer.take() {
             Some(t) if t.is_current(&path) => t,
             _ => TxPath::new(qp.device(), path).ok()?,
         };
-        let res = f(inner, &Xmit::new(qp.device(), &to, &self.tx));
-        inner.peer = Some(to);
+        let res = f(self, &Xmit::new(qp.device(), &to, &shared.tx));
+        self.inner.peer = Some(to);
         Some(res)
     }
+}
 
+impl QpShared {
     /// A way to send datagrams along `path`, into this QP's outbox.
     pub(crate) fn with_path<R>(
         &self,

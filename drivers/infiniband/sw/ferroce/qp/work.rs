@@ -3,15 +3,14 @@
 //! A QP's work, on its device's queue: what its timer asks for, kernel consumers' sends, what a
 //! budget cut short, and its backlog, a bounded batch at a time.
 
-use super::{rx::consume_or_count, QpInner, QpShared};
+use super::{kernel_queues, rx::consume_or_count, QpCtx, QpShared};
 use crate::{
-    device::Ferroce,
     net::recv::{Reject, RxHeaders},
     rc, ud,
 };
 use core::sync::atomic::Ordering;
 use kernel::{
-    rdma::qp::{Qp, QpType},
+    rdma::qp::QpType,
     sync::{Arc, ArcBorrow},
     time::hrtimer::{HrTimerCallback, HrTimerCallbackContext, HrTimerRestart},
     workqueue::WorkItem,
@@ -26,6 +25,7 @@ impl HrTimerCallback for QpShared {
     /// In interrupt context: the work does the rest. The handle in `QpInner::timer` keeps a
     /// reference while this runs, so the one dropped here is never the last.
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        // Already queued: that run does what the timer asks.
         let _ = this.wq.enqueue(Arc::<Self>::from(this));
         HrTimerRestart::NoRestart
     }
@@ -41,11 +41,16 @@ impl WorkItem for QpShared {
                 let counters = &qp.device().data().counters;
                 let more = {
                     let mut inner = this.inner.lock();
+                    let mut cx = QpCtx {
+                        qp,
+                        shared: &this,
+                        inner: &mut inner,
+                    };
                     if this.kernel {
-                        this.kq.run_sends(qp, &this, &mut inner);
+                        kernel_queues::run_sends(&mut cx);
                     }
-                    rc::comp::on_timer(qp, &this, &mut inner);
-                    this.resume(qp, &mut inner)
+                    rc::comp::on_timer(&mut cx);
+                    resume(&mut cx)
                 };
                 this.flush_tx(counters);
                 // Packets held back behind READ responses: the responses' progress (`more`)
@@ -87,25 +92,24 @@ impl WorkItem for QpShared {
     }
 }
 
-impl QpShared {
-    /// Goes on with what a budget cut short: READ responses (a responder answers from RTR on),
-    /// then sending (RC, UC, UD). Returns whether more is left for the next run.
-    fn resume(self: &Arc<Self>, qp: &Qp<Ferroce>, inner: &mut QpInner) -> bool {
-        if self.kernel {
-            return false;
-        }
-        let state = inner.attr.state;
-        let mut more = false;
-        if self.qp_type == QpType::Rc && state.can_receive() {
-            more |= rc::read::resume(qp, self, inner);
-        }
-        if state.can_send() {
-            more |= match self.qp_type {
-                QpType::Rc | QpType::Uc => rc::req::push(qp, self, inner),
-                QpType::Ud => ud::send::push(qp, self, inner),
-                QpType::Gsi => false,
-            };
-        }
-        more
+/// Goes on with what a budget cut short: READ responses (a responder answers from RTR on),
+/// then sending (RC, UC, UD). Returns whether more is left for the next run.
+fn resume(cx: &mut QpCtx<'_>) -> bool {
+    if cx.shared.kernel {
+        return false;
     }
+    let state = cx.inner.attr.state;
+    let qp_type = cx.shared.qp_type;
+    let mut more = false;
+    if qp_type == QpType::Rc && state.can_receive() {
+        more |= rc::read::resume(cx);
+    }
+    if state.can_send() {
+        more |= match qp_type {
+            QpType::Rc | QpType::Uc => rc::req::push(cx),
+            QpType::Ud => ud::send::push(cx),
+            QpType::Gsi => false,
+        };
+    }
+    more
 }

@@ -11,7 +11,6 @@
 use crate::{
     counters::Counter,
     cq::FerroceCq,
-    device::Ferroce,
     net::recv::{Packet, QpDrop},
     proto::{
         aeth::{Nak, Syndrome},
@@ -21,14 +20,14 @@ use crate::{
         window::{read_response_fits, Kind, Place, ReadOutcome},
         wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
     },
-    qp::{QpInner, QpShared},
+    qp::{QpCtx, QpInner},
     rc::{
         req,
         timer::{arm, arm_ack, rearm, stop_timer, touch_ack, until},
     },
     sge,
 };
-use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
+use kernel::prelude::*;
 
 /// `rnr_retry` 7: retry forever.
 const RNR_RETRY_FOREVER: u8 = 7;
@@ -39,103 +38,113 @@ const RNR_RETRY_FOREVER: u8 = 7;
 /// retry budget does not refill. Without this, a responder busy resending a long READ looks
 /// dead to every READ queued behind it, and the retries run out (issue 15's READ under spray).
 /// A blind forger must hit the PSNs asked again to use it.
-fn landed_nothing(shared: &Arc<QpShared>, inner: &mut QpInner, psn: Psn) {
-    if inner.req.win.shows_work(psn) {
-        touch_ack(shared, inner);
+fn landed_nothing(cx: &mut QpCtx<'_>, psn: Psn) {
+    if cx.inner.req.win.shows_work(psn) {
+        touch_ack(cx);
     }
 }
 
 /// The timer fired: send again from the oldest unanswered PSN, or fail the oldest WQE once the
 /// retries are spent.
-pub(crate) fn on_timer(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
+pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     // The pacer's wake-up, once due, is done: what runs after this paces again.
-    if inner.cc.wake_at.is_some_and(|w| until(w).is_none()) {
-        inner.cc.wake_at = None;
+    if cx.inner.cc.wake_at.is_some_and(|w| until(w).is_none()) {
+        cx.inner.cc.wake_at = None;
     }
-    let Some(due) = inner.req.due else {
+    let Some(due) = cx.inner.req.due else {
         // Stopped since this fire, or the pacer's wake-up: the ACK timer is armed afresh when
         // something is pending.
-        rearm(shared, inner);
+        rearm(cx);
         return;
     };
     if let Some(left) = until(due) {
         // Progress moved the deadline on: wait the rest.
-        let rnr = inner.req.rnr_wait;
+        let rnr = cx.inner.req.rnr_wait;
         let us = u64::try_from(left.as_micros_ceil())
             .unwrap_or(u64::MAX)
             .max(1);
-        arm(shared, inner, us);
-        inner.req.rnr_wait = rnr;
+        arm(cx, us);
+        cx.inner.req.rnr_wait = rnr;
         return;
     }
-    stop_timer(shared, inner);
-    if !inner.attr.state.can_send() || !inner.req.flight.iter().any(|s| s.entry.pending()) {
+    stop_timer(cx);
+    if !cx.inner.attr.state.can_send() || !cx.inner.req.flight.iter().any(|s| s.entry.pending()) {
         return;
     }
-    if shared.backlog_pending() && !core::mem::replace(&mut inner.req.put_off, true) {
+    if cx.shared.backlog_pending() && !core::mem::replace(&mut cx.inner.req.put_off, true) {
         // The answer may be among the packets still waiting for this QP: not a timeout yet,
         // once (a peer that keeps the backlog busy must not keep the timer from counting).
-        let rnr = inner.req.rnr_wait;
-        arm_ack(shared, inner);
-        inner.req.rnr_wait = rnr;
+        let rnr = cx.inner.req.rnr_wait;
+        arm_ack(cx);
+        cx.inner.req.rnr_wait = rnr;
         return;
     }
-    let counters = &qp.device().data().counters;
-    if inner.req.rnr_wait {
-        inner.req.rnr_wait = false;
-        if inner.req.rnr_retries == 0 {
+    let counters = cx.counters();
+    if cx.inner.req.rnr_wait {
+        cx.inner.req.rnr_wait = false;
+        if cx.inner.req.rnr_retries == 0 {
             counters.inc(Counter::RetryRnrExceededErr);
-            fail_front(inner, WcStatus::RnrRetryExcErr);
-            complete(qp, shared, inner);
+            fail_front(cx.inner, WcStatus::RnrRetryExcErr);
+            complete(cx);
             return;
         }
-        if inner.req.rnr_retries != RNR_RETRY_FOREVER {
-            inner.req.rnr_retries -= 1;
+        if cx.inner.req.rnr_retries != RNR_RETRY_FOREVER {
+            cx.inner.req.rnr_retries -= 1;
         }
     } else {
-        if inner.req.retries == 0 {
+        if cx.inner.req.retries == 0 {
             counters.inc(Counter::RetryExceededErr);
-            fail_front(inner, WcStatus::RetryExcErr);
-            complete(qp, shared, inner);
+            fail_front(cx.inner, WcStatus::RetryExcErr);
+            complete(cx);
             return;
         }
-        inner.req.retries -= 1;
+        cx.inner.req.retries -= 1;
         counters.inc(Counter::CompleterRetryErr);
-        inner.req.win.timed_out();
+        cx.inner.req.win.timed_out();
     }
-    let req = &mut inner.req;
+    let req = &mut cx.inner.req;
     req.win.rewind(&mut req.flight);
     // The pump arms the deadline for what it sends again (or could not send); what the pacer
     // holds back gets none until it goes.
-    if req::pump(qp, shared, inner) {
-        shared.kick();
+    if req::pump(cx) {
+        cx.shared.kick();
     }
 }
 
 /// Retires finished WQEs from the front, in order; the first failure moves the QP to the error
 /// state, which flushes the rest.
-pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) {
+pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     let mut failed = false;
-    while inner.req.flight.first().is_some_and(|s| s.entry.finished()) {
-        let Ok(sent) = inner.req.flight.remove(0) else {
+    while cx
+        .inner
+        .req
+        .flight
+        .first()
+        .is_some_and(|s| s.entry.finished())
+    {
+        let Ok(sent) = cx.inner.req.flight.remove(0) else {
             break;
         };
         let status = sent.entry.status();
         if status == WcStatus::Success && sent.kind() == Kind::Send {
-            qp.device().data().counters.inc(Counter::RdmaSends);
+            cx.counters().inc(Counter::RdmaSends);
         }
         // The slot is the producer's again before its completion shows: a process that posts
         // on seeing it must find room (ibv_rc_pingpong's one-WR send queue does).
-        let _ = shared.sq.advance(&mut inner.sq_cons);
-        let signaled = shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
+        let _ = cx.shared.sq.advance(&mut cx.inner.sq_cons);
+        let signaled = cx.shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
         if signaled || status != WcStatus::Success {
-            let mut c =
-                Completion::of_send_queue(sent.wqe().wr_id(), status, sent.wc_opcode(), qp.qpn());
+            let mut c = Completion::of_send_queue(
+                sent.wqe().wr_id(),
+                status,
+                sent.wc_opcode(),
+                cx.qp.qpn(),
+            );
             if sent.kind() == Kind::Read {
                 c.byte_len = sent.len;
             }
             // A full CQ loses the completion: its consumer fell behind.
-            let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
+            let _ = FerroceCq::post(cx.qp, cx.qp.send_cq(), &c, false);
         }
         if status != WcStatus::Success {
             failed = true;
@@ -143,9 +152,9 @@ pub(crate) fn complete(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpI
         }
     }
     if failed {
-        shared.fail(qp, inner);
-    } else if inner.req.flight.is_empty() {
-        stop_timer(shared, inner);
+        cx.fail();
+    } else if cx.inner.req.flight.is_empty() {
+        stop_timer(cx);
     }
 }
 
@@ -158,47 +167,37 @@ fn fail_front(inner: &mut QpInner, status: WcStatus) {
 }
 
 /// Takes an ACK, NAK or read response for this QP's requests.
-pub(crate) fn on_response(
-    qp: &Qp<Ferroce>,
-    shared: &Arc<QpShared>,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<(), QpDrop> {
-    let una = inner.req.win.una();
+pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), QpDrop> {
+    let una = cx.inner.req.win.una();
     let landed = match pkt.info.kind {
-        OpKind::Ack => on_ack(qp, shared, inner, pkt)?,
-        OpKind::ReadResponse => on_read_response(qp, shared, inner, pkt)?,
+        OpKind::Ack => on_ack(cx, pkt)?,
+        OpKind::ReadResponse => on_read_response(cx, pkt)?,
         _ => return Err(QpDrop::BadState),
     };
-    if landed || inner.req.win.una() != una {
+    if landed || cx.inner.req.win.una() != una {
         // Progress: the budgets refill and the timeout starts over.
-        let (r, rnr) = (inner.attr.retry_cnt, inner.attr.rnr_retry);
-        inner.req.set_retries(r, rnr);
-        inner.req.put_off = false;
-        touch_ack(shared, inner);
+        let (r, rnr) = (cx.inner.attr.retry_cnt, cx.inner.attr.rnr_retry);
+        cx.inner.req.set_retries(r, rnr);
+        cx.inner.req.put_off = false;
+        touch_ack(cx);
     }
-    complete(qp, shared, inner);
-    if !inner.req.rnr_wait && inner.attr.state.can_send() && req::pump(qp, shared, inner) {
-        shared.kick();
+    complete(cx);
+    if !cx.inner.req.rnr_wait && cx.inner.attr.state.can_send() && req::pump(cx) {
+        cx.shared.kick();
     }
     Ok(())
 }
 
 /// An ACK or NAK. Returns `false`: it moves `una` (or not), it lands nothing.
-fn on_ack(
-    qp: &Qp<Ferroce>,
-    shared: &Arc<QpShared>,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<bool, QpDrop> {
+fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
     let psn = pkt.bth.psn;
     let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
     let syndrome = Syndrome::from_u8(aeth.syndrome).ok_or(QpDrop::BadState)?;
-    let counters = &qp.device().data().counters;
+    let counters = cx.counters();
     let place = if syndrome.is_ack() {
-        inner.req.win.place_ack(psn)
+        cx.inner.req.win.place_ack(psn)
     } else {
-        inner.req.win.place(psn)
+        cx.inner.req.win.place(psn)
     };
     match place {
         // Answers nothing this QP sent: forged, or corrupt.
@@ -207,7 +206,7 @@ fn on_ack(
         Place::Old => return Ok(false),
         Place::Current => {}
     }
-    let req = &mut inner.req;
+    let req = &mut cx.inner.req;
     match syndrome {
         Syndrome::Ack => req.win.ack(&mut req.flight, psn),
         Syndrome::RnrNak { timer } => {
@@ -215,7 +214,7 @@ fn on_ack(
             req.win.nak(&mut req.flight, psn);
             // Resend when the peer's timer says; `on_timer` does it.
             req.rnr_wait = true;
-            arm(shared, inner, u64::from(rnr_delay_us(timer)));
+            arm(cx, u64::from(rnr_delay_us(timer)));
         }
         Syndrome::Nak(Nak::PsnSequence) => {
             counters.inc(Counter::RcvdSeqErr);
@@ -243,27 +242,22 @@ fn on_ack(
 }
 
 /// A read response lands in the READ's local buffers. Returns whether it landed.
-fn on_read_response(
-    qp: &Qp<Ferroce>,
-    shared: &Arc<QpShared>,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<bool, QpDrop> {
+fn on_read_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
     let psn = pkt.bth.psn;
-    match inner.req.win.place(psn) {
+    match cx.inner.req.win.place(psn) {
         Place::Beyond => return Err(QpDrop::BadPsn),
         Place::Old => {
-            landed_nothing(shared, inner, psn);
+            landed_nothing(cx, psn);
             return Ok(false);
         }
         Place::Current => {}
     }
-    let req = &mut inner.req;
+    let req = &mut cx.inner.req;
     let (idx, index) = match req.win.read_response(&mut req.flight, psn) {
         ReadOutcome::Next { idx, index } => (idx, index),
         // A gap asked for the missing responses (once); a duplicate is nothing new.
         ReadOutcome::Gap { .. } | ReadOutcome::Duplicate => {
-            landed_nothing(shared, inner, psn);
+            landed_nothing(cx, psn);
             return Ok(false);
         }
         // At the PSN of a SEND or WRITE, or of no WQE: it answers nothing this QP asked.
@@ -288,11 +282,11 @@ fn on_read_response(
     }
     let off = index as usize * sent.mtu as usize;
     let w = sent.wqe();
-    let num = (w.num_sge() as usize).min((shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
-    let mrs = &qp.device().data().mrs;
+    let num = (w.num_sge() as usize).min((cx.shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
+    let mrs = &cx.qp.device().data().mrs;
     if let Err(status) = sge::scatter(
         mrs,
-        shared.pd,
+        cx.shared.pd,
         (0..num).map(|i| w.sge(i)),
         off,
         &pkt.payload,

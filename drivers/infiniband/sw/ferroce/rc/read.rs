@@ -10,7 +10,6 @@
 //! matches no resource reads nothing.
 
 use crate::{
-    device::Ferroce,
     limits::MAX_MSG_SIZE,
     net::recv::Packet,
     net::xmit::Xmit,
@@ -21,12 +20,12 @@ use crate::{
         psn::Psn,
         wqe::access,
     },
-    qp::{QpInner, QpShared},
+    qp::{QpCtx, QpInner},
     rc::resp::Refusal,
     rc::{self, path_mtu},
     sge,
 };
-use kernel::{prelude::*, rdma::qp::Qp};
+use kernel::prelude::*;
 
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
@@ -76,14 +75,9 @@ impl Reads {
 
 /// Takes a READ request in sequence: checks it and makes it a resource. Returns the PSNs its
 /// responses take.
-pub(crate) fn start(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<u32, Refusal> {
+pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal> {
     let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-    if inner.attr.access_flags & access::REMOTE_READ == 0 {
+    if cx.inner.attr.access_flags & access::REMOTE_READ == 0 {
         return Err(Refusal::Access);
     }
     // IBA C9-94: no message is longer than the port's largest.
@@ -91,18 +85,18 @@ pub(crate) fn start(
         return Err(Refusal::Invalid);
     }
     // None granted (`max_dest_rd_atomic` 0): no READ is taken (as C rxe).
-    let limit = usize::from(inner.attr.max_dest_rd_atomic);
-    let reads = &mut inner.resp.reads.0;
+    let limit = usize::from(cx.inner.attr.max_dest_rd_atomic);
+    let reads = &mut cx.inner.resp.reads.0;
     // The requester may have no more READs outstanding than it was granted.
     if reads.iter().filter(|r| r.answering()).count() >= limit {
         return Err(Refusal::Invalid);
     }
-    let mtu = path_mtu(qp, inner);
+    let mtu = path_mtu(cx);
     // A zero-length READ names no memory.
     if reth.dma_len != 0 {
         sge::remote(
-            &qp.device().data().mrs,
-            shared.pd,
+            &cx.dev().mrs,
+            cx.shared.pd,
             reth.rkey,
             reth.va,
             reth.dma_len,
@@ -110,16 +104,16 @@ pub(crate) fn start(
         )
         .ok_or(Refusal::Access)?;
     }
-    let reads = &mut inner.resp.reads.0;
+    let reads = &mut cx.inner.resp.reads.0;
     // Room for it: the oldest answered one goes.
     if reads.len() >= limit {
         if let Some(i) = reads.iter().position(|r| !r.answering()) {
             reads.remove(i).map_err(|_| Refusal::NotReady)?;
         }
     }
-    let msn = (inner.resp.msn + 1) & Psn::MASK;
+    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
     let npkts = reth.dma_len.div_ceil(mtu).max(1);
-    inner
+    cx.inner
         .resp
         .reads
         .0
@@ -130,7 +124,7 @@ pub(crate) fn start(
                 mtu,
                 len: reth.dma_len,
                 va: reth.va,
-                pd: shared.pd,
+                pd: cx.shared.pd,
                 rkey: reth.rkey,
                 msn,
                 next: 0,
@@ -140,7 +134,7 @@ pub(crate) fn start(
         )
         .map_err(|_| Refusal::NoMem)?;
     // The responses carry the MSN of this request, counted now.
-    inner.resp.msn = msn;
+    cx.inner.resp.msn = msn;
     Ok(npkts)
 }
 
@@ -190,12 +184,11 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
 }
 
 /// Goes on answering READs from the QP's work; returns whether more are left.
-pub(crate) fn resume(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -> bool {
-    if !inner.resp.reads.answering() {
+pub(crate) fn resume(cx: &mut QpCtx<'_>) -> bool {
+    if !cx.inner.resp.reads.answering() {
         return false;
     }
-    shared
-        .with_peer(qp, inner, |inner, xmit| answer(inner, xmit))
+    cx.with_peer(|cx, xmit| answer(cx.inner, xmit))
         .unwrap_or(false)
 }
 

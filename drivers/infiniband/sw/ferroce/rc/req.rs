@@ -24,14 +24,13 @@ use crate::{
             SGE_SIZE,
         },
     },
-    qp::{tx::TX_BUDGET, QpInner, QpShared},
+    qp::{tx::TX_BUDGET, QpCtx, QpInner, QpShared},
     rc::{bth, comp, path_mtu, timer},
     sge,
 };
 use kernel::{
     prelude::*,
     rdma::qp::Qp,
-    sync::Arc,
     time::{Instant, Monotonic},
 };
 
@@ -129,44 +128,41 @@ impl Requester {
 
 /// Starts every posted WQE, oldest first, and sends what the window and one budget allow.
 /// Returns whether the budget ran out with more to send (the QP's work goes on).
-pub(crate) fn push(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
-    let mtu = path_mtu(qp, inner);
-    while !inner.req.stopped {
-        let mut slot = KVec::new();
-        if slot.resize(shared.sq.slot_len(), 0u8, GFP_ATOMIC).is_err() {
-            // No memory now: the work tries again.
-            return true;
-        }
+pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
+    let mtu = path_mtu(cx);
+    while !cx.inner.req.stopped {
         // Only WQEs between the consumer index and the producer's: the flight never holds more
         // than the ring, whatever the process writes.
-        match shared.sq.peek_at(inner.sq_cons, inner.req.next, &mut slot) {
-            Ok(true) => {}
-            _ => break,
-        }
-        let sent = match prepare(qp, shared, slot, mtu, &mut inner.req.win) {
+        let slot = match cx.shared.sq.copy_at(cx.inner.sq_cons, cx.inner.req.next) {
+            Ok(Some(slot)) => slot,
+            Ok(None) => break,
+            // No memory now: the work tries again.
+            Err(_) => return true,
+        };
+        let sent = match prepare(cx.qp, cx.shared, slot, mtu, &mut cx.inner.req.win) {
             Ok(sent) => sent,
             Err((slot, status)) => {
-                inner.req.stopped = true;
+                cx.inner.req.stopped = true;
                 // Its completion names its opcode, if it had one.
                 let kind =
-                    kind(&SendWqe::new(&slot), shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
+                    kind(&SendWqe::new(&slot), cx.shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
                 Sent {
                     slot,
                     imm: None,
                     len: 0,
                     mtu,
-                    entry: Entry::refused(kind, inner.req.win.end(), status),
+                    entry: Entry::refused(kind, cx.inner.req.win.end(), status),
                 }
             }
         };
-        if inner.req.flight.push(sent, GFP_ATOMIC).is_err() {
+        if cx.inner.req.flight.push(sent, GFP_ATOMIC).is_err() {
             return true;
         }
-        inner.req.next = shared.sq.next(inner.req.next);
-        inner.attr.sq_psn = inner.req.win.end().get();
+        cx.inner.req.next = cx.shared.sq.next(cx.inner.req.next);
+        cx.inner.attr.sq_psn = cx.inner.req.win.end().get();
     }
-    comp::complete(qp, shared, inner);
-    pump(qp, shared, inner)
+    comp::complete(cx);
+    pump(cx)
 }
 
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
@@ -238,30 +234,30 @@ fn prepare(
 /// Transmits from `nxt` while the window and one budget allow, after asking again for the
 /// missing responses of READs seen short. Arms the ACK timer if it is idle. Returns whether
 /// the budget ran out with more to send.
-pub(crate) fn pump(qp: &Qp<Ferroce>, shared: &Arc<QpShared>, inner: &mut QpInner) -> bool {
-    let asks = inner.req.flight.iter().any(|s| s.entry.asking());
+pub(crate) fn pump(cx: &mut QpCtx<'_>) -> bool {
+    let asks = cx.inner.req.flight.iter().any(|s| s.entry.asking());
     let mut more = false;
     // After an RNR NAK nothing goes out before its delay ends (the timer then sends again).
-    if (inner.req.win.unsent() || asks) && !inner.req.rnr_wait {
-        more = shared
-            .with_peer(qp, inner, |inner, xmit| {
-                send_asks(inner, xmit);
-                send_window(qp, shared, inner, xmit)
+    if (cx.inner.req.win.unsent() || asks) && !cx.inner.req.rnr_wait {
+        more = cx
+            .with_peer(|cx, xmit| {
+                send_asks(cx.inner, xmit);
+                send_window(cx, xmit)
             })
             .unwrap_or(false);
-        if shared.is_uc() {
+        if cx.shared.is_uc() {
             // What went out whole is done.
-            comp::complete(qp, shared, inner);
+            comp::complete(cx);
         }
     }
     // No deadline: the timer is idle, or armed for the pacer only. It is for packets sent and
     // unanswered, and for packets the stack refused (the timer tries again); not for those the
     // pacer holds back, whose time at a low rate may be longer than the ACK timeout.
-    let stalled = inner.req.win.unsent() && !inner.cc.holds_back();
-    if inner.req.due.is_none() && (inner.req.win.awaits_answer() || stalled) {
-        timer::arm_ack(shared, inner);
+    let stalled = cx.inner.req.win.unsent() && !cx.inner.cc.holds_back();
+    if cx.inner.req.due.is_none() && (cx.inner.req.win.awaits_answer() || stalled) {
+        timer::arm_ack(cx);
     }
-    timer::wake_paced(shared, inner);
+    timer::wake_paced(cx);
     more
 }
 
@@ -282,14 +278,14 @@ fn send_asks(inner: &mut QpInner, xmit: &Xmit<'_>) {
 
 /// Sends from `nxt` within the window, at most [`TX_BUDGET`] packets; returns whether the
 /// budget cut it short.
-fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
-    let uc = shared.is_uc();
-    let attr = inner.attr;
-    let req = &mut inner.req;
-    let pace = &mut inner.cc;
+fn send_window(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>) -> bool {
+    let uc = cx.shared.is_uc();
+    let attr = cx.inner.attr;
+    let req = &mut cx.inner.req;
+    let pace = &mut cx.inner.cc;
     let mut budget = TX_BUDGET;
     while req.win.may_send() {
-        let Some((idx, i)) = req.win.to_send(&req.flight) else {
+        let Some((idx, i)) = req.win.next_to_send(&req.flight) else {
             // Nothing left to send at or after `nxt` (all answered or failed).
             req.win.skip_to_end();
             break;
@@ -319,7 +315,7 @@ fn send_window(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner, xmit: &
         let res = if sent.kind() == Kind::Read {
             send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
-            let res = send_packet(qp, shared, &attr, xmit, &req.win, pace, sent, i);
+            let res = send_packet(cx.shared, &attr, xmit, &req.win, pace, sent, i);
             // UC is unreliable: a packet the stack refused is a packet lost. One the pacer
             // holds back is sent later.
             res.or_else(|e| if uc && e != EAGAIN { Ok(()) } else { Err(e) })
@@ -370,7 +366,6 @@ fn send_read_request(
 /// Sends packet `i` of a SEND or WRITE, its payload copied from the WQE or its SGEs straight
 /// into the packet; on a UC QP with the UC opcode and no ACK request.
 fn send_packet(
-    qp: &Qp<Ferroce>,
     shared: &QpShared,
     attr: &kernel::rdma::qp::QpAttr,
     xmit: &Xmit<'_>,
@@ -391,7 +386,7 @@ fn send_packet(
                 .ok_or(BuildError::Payload)?;
             dst.copy_from_slice(data.get(off..off + n).ok_or(BuildError::Payload)?);
         } else {
-            let mrs = &qp.device().data().mrs;
+            let mrs = &xmit.device().data().mrs;
             let num = w.num_sge() as usize;
             // The SGEs were checked for length; only a region deregistered since can fail.
             sge::gather_at(mrs, shared.pd, (0..num).map(|j| w.sge(j)), off, dst)
@@ -414,7 +409,7 @@ fn send_packet(
     };
     let psn = sent.entry.first().add(i);
     let wire_len = xmit.wire_len(op as u8, n).ok_or(EINVAL)?;
-    let (depart, ask_ack) = match pace.pace(&qp.device().data().cc, attr.rate_limit, wire_len) {
+    let (depart, ask_ack) = match pace.pace(&xmit.device().data().cc, attr.rate_limit, wire_len) {
         Pace::Now => (None, false),
         Pace::At { depart, ask_ack } => (Some(depart), ask_ack),
         Pace::Wait => return Err(EAGAIN),

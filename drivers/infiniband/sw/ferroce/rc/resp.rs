@@ -26,12 +26,12 @@ use crate::{
             access, Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM,
         },
     },
-    qp::{QpInner, QpShared},
+    qp::{QpCtx, QpInner, QpShared},
     rc::read::{self, Reads},
     rc::{self, path_mtu},
     sge,
 };
-use kernel::{prelude::*, rdma::qp::Qp, sync::Arc};
+use kernel::{prelude::*, rdma::qp::Qp};
 
 /// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,41 +109,32 @@ pub(crate) struct Responder {
 
 /// Takes a request for this QP.
 pub(crate) fn on_request(
-    qp: &Qp<Ferroce>,
-    shared: &Arc<QpShared>,
-    inner: &mut QpInner,
+    cx: &mut QpCtx<'_>,
     pkt: &Packet<'_>,
     counters: &Counters,
 ) -> Result<(), QpDrop> {
-    let more = shared
-        .with_peer(qp, inner, |inner, xmit| {
-            request(qp, shared, inner, xmit, pkt, counters);
-            read::answer(inner, xmit)
+    let more = cx
+        .with_peer(|cx, xmit| {
+            request(cx, xmit, pkt, counters);
+            read::answer(cx.inner, xmit)
         })
         .ok_or(QpDrop::BadState)?;
     if more {
         // A long READ goes on from the QP's work, so other QPs' packets are not held up.
-        shared.kick();
+        cx.shared.kick();
     }
     Ok(())
 }
 
-fn request(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    xmit: &Xmit<'_>,
-    pkt: &Packet<'_>,
-    counters: &Counters,
-) {
+fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Counters) {
     let psn = pkt.bth.psn;
-    let expected = Psn::new(inner.attr.rq_psn);
+    let expected = Psn::new(cx.inner.attr.rq_psn);
     let d = psn.diff(expected);
     if d > 0 {
         counters.inc(Counter::OutOfSeqRequest);
-        if !inner.resp.nak_sent {
-            inner.resp.nak_sent = true;
-            ack(xmit, inner, expected, Syndrome::Nak(Nak::PsnSequence));
+        if !cx.inner.resp.nak_sent {
+            cx.inner.resp.nak_sent = true;
+            ack(xmit, cx.inner, expected, Syndrome::Nak(Nak::PsnSequence));
         }
         return;
     }
@@ -152,36 +143,36 @@ fn request(
         if pkt.info.kind == OpKind::ReadRequest {
             // Answered again only from where the requester lost it, and only if it is one of
             // the READs this QP answered: a forged one reads nothing.
-            read::duplicate(inner, pkt);
+            read::duplicate(cx.inner, pkt);
         } else if pkt.bth.ack_req {
             // Its ACK was lost (or is late): say again how far we are.
-            ack(xmit, inner, expected.add(Psn::MASK), Syndrome::Ack);
+            ack(xmit, cx.inner, expected.add(Psn::MASK), Syndrome::Ack);
         }
         return;
     }
-    inner.resp.nak_sent = false;
+    cx.inner.resp.nak_sent = false;
     let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
         OpKind::ReadRequest => {
             counters.inc(Counter::RxReadRequests);
-            read::start(qp, shared, inner, pkt).map(|npkts| {
-                inner.attr.rq_psn = psn.add(npkts).get();
+            read::start(cx, pkt).map(|npkts| {
+                cx.inner.attr.rq_psn = psn.add(npkts).get();
                 counters.inc(Counter::RcvdPkts);
             })
         }
-        _ => send_or_write(qp, shared, inner, pkt, counters),
+        _ => send_or_write(cx, pkt, counters),
     };
     match res {
         Ok(()) if pkt.info.kind == OpKind::ReadRequest => {}
         Ok(()) => {
-            inner.attr.rq_psn = psn.add(1).get();
+            cx.inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
             if last {
-                inner.resp.msn = (inner.resp.msn + 1) & Psn::MASK;
+                cx.inner.resp.msn = (cx.inner.resp.msn + 1) & Psn::MASK;
             }
             if pkt.bth.ack_req {
-                ack(xmit, inner, psn, Syndrome::Ack);
+                ack(xmit, cx.inner, psn, Syndrome::Ack);
             }
         }
         Err(refusal) => {
@@ -191,12 +182,12 @@ fn request(
             if refusal == Refusal::NoMem {
                 counters.inc(Counter::DropNoMem);
             }
-            ack(xmit, inner, psn, refusal.syndrome(inner));
-            fail_on_receive_error(qp, shared, inner, refusal, counters);
+            ack(xmit, cx.inner, psn, refusal.syndrome(cx.inner));
+            fail_on_receive_error(cx, refusal, counters);
             if matches!(refusal, Refusal::Invalid | Refusal::Access) {
                 // A class C error (IBA 9.9.3.1.2): after its NAK the QP goes to the error
                 // state, so a peer cannot go on trying keys and ranges.
-                shared.fail(qp, inner);
+                cx.fail();
             }
         }
     }
@@ -204,28 +195,26 @@ fn request(
 
 /// Takes a request for this UC QP.
 pub(crate) fn on_uc_request(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
+    cx: &mut QpCtx<'_>,
     pkt: &Packet<'_>,
     counters: &Counters,
 ) -> Result<(), QpDrop> {
     let psn = pkt.bth.psn;
-    if psn != Psn::new(inner.attr.rq_psn) {
+    if psn != Psn::new(cx.inner.attr.rq_psn) {
         // A gap: the message under way is lost. Its receive WQE was not consumed and takes the
         // next SEND; a WRITE's bytes stay where they landed.
         counters.inc(Counter::OutOfSeqRequest);
-        inner.resp.dropping = true;
+        cx.inner.resp.dropping = true;
     }
     // Nothing is resent on UC: the next PSN is the one after the sender's.
-    inner.attr.rq_psn = psn.add(1).get();
+    cx.inner.attr.rq_psn = psn.add(1).get();
     if pkt.info.position.starts() {
         // A new message ends whatever was under way.
-        drop_message(inner);
-    } else if inner.resp.dropping {
+        drop_message(cx.inner);
+    } else if cx.inner.resp.dropping {
         return Ok(());
     }
-    match send_or_write(qp, shared, inner, pkt, counters) {
+    match send_or_write(cx, pkt, counters) {
         Ok(()) => {
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
@@ -236,9 +225,9 @@ pub(crate) fn on_uc_request(
                 Refusal::NoMem => Counter::DropNoMem,
                 r => r.counter(),
             });
-            drop_message(inner);
-            inner.resp.dropping = true;
-            fail_on_receive_error(qp, shared, inner, refusal, counters);
+            drop_message(cx.inner);
+            cx.inner.resp.dropping = true;
+            fail_on_receive_error(cx, refusal, counters);
         }
     }
     Ok(())
@@ -253,14 +242,8 @@ fn drop_message(inner: &mut QpInner) {
 
 /// Takes a SEND or WRITE packet; anything else is invalid here, and so is one out of its
 /// message's sequence or not of its length.
-fn send_or_write(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-    counters: &Counters,
-) -> Result<(), Refusal> {
-    let under = match (&inner.resp.recv, &inner.resp.write) {
+fn send_or_write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>, counters: &Counters) -> Result<(), Refusal> {
+    let under = match (&cx.inner.resp.recv, &cx.inner.resp.write) {
         (Some(_), _) => UnderWay::Send,
         (None, Some(_)) => UnderWay::Write,
         (None, None) => UnderWay::Nothing,
@@ -270,17 +253,17 @@ fn send_or_write(
         pkt.info.kind == OpKind::Write,
         pkt.info.position,
         pkt.payload.len(),
-        path_mtu(qp, inner),
+        path_mtu(cx),
     ) {
         return Err(Refusal::Invalid);
     }
     match pkt.info.kind {
-        OpKind::Send => send(qp, shared, inner, pkt),
+        OpKind::Send => send(cx, pkt),
         OpKind::Write => {
             if pkt.info.position.starts() {
                 counters.inc(Counter::RxWriteRequests);
             }
-            write(qp, shared, inner, pkt)
+            write(cx, pkt)
         }
         _ => Err(Refusal::Invalid),
     }
@@ -288,18 +271,12 @@ fn send_or_write(
 
 /// A SEND that its receive WQE could not take completed that WQE with an error, which (as any
 /// error completion) takes the QP to the error state.
-fn fail_on_receive_error(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    refusal: Refusal,
-    counters: &Counters,
-) {
+fn fail_on_receive_error(cx: &mut QpCtx<'_>, refusal: Refusal, counters: &Counters) {
     if let Refusal::Receive(status) = refusal {
         if status == WcStatus::LocLenErr {
             counters.inc(Counter::RespLocalLengthError);
         }
-        shared.fail(qp, inner);
+        cx.fail();
     }
 }
 
@@ -318,14 +295,9 @@ pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: Syndrome
 }
 
 /// Takes the next receive WQE, if one is posted.
-fn take_recv_wqe(shared: &QpShared, inner: &QpInner) -> Result<Option<KVec<u8>>, Refusal> {
-    let mut slot = KVec::new();
-    slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
-        .map_err(|_| Refusal::NoMem)?;
-    match shared.rq.peek(inner.rq_cons, &mut slot) {
-        Ok(true) => Ok(Some(slot)),
-        _ => Ok(None),
-    }
+fn take_recv_wqe(cx: &QpCtx<'_>) -> Result<Option<KVec<u8>>, Refusal> {
+    let cons = cx.inner.rq_cons;
+    cx.shared.rq.copy_at(cons, cons).map_err(|_| Refusal::NoMem)
 }
 
 /// `LocLenErr` for a receive WQE that names more SGEs than its slot holds.
@@ -353,24 +325,18 @@ fn land(
 }
 
 /// Completes the receive WQE at the RQ's head.
-fn complete_recv(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    slot: &[u8],
-    c: Completion,
-    solicited: bool,
-) {
-    let _ = shared.rq.advance(&mut inner.rq_cons);
+fn complete_recv(cx: &mut QpCtx<'_>, slot: &[u8], c: Completion, solicited: bool) {
+    // Only the shared copy of the index can fail to be written; the kernel's moved on.
+    let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
     let c = Completion {
         wr_id: RecvWqe::new(slot).wr_id(),
         ..c
     };
     if c.status == WcStatus::Success {
-        qp.device().data().counters.inc(Counter::RdmaRecvs);
+        cx.counters().inc(Counter::RdmaRecvs);
     }
     // A full CQ loses the completion: its consumer fell behind.
-    let _ = FerroceCq::post(qp, qp.recv_cq(), &c, solicited);
+    let _ = FerroceCq::post(cx.qp, cx.qp.recv_cq(), &c, solicited);
 }
 
 fn recv_completion(
@@ -396,31 +362,26 @@ fn recv_completion(
 }
 
 /// A SEND packet: into the receive WQE at the RQ's head.
-fn send(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<(), Refusal> {
+fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
     if first {
-        let slot = take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?;
-        inner.resp.recv = Some(Receiving {
+        let slot = take_recv_wqe(cx)?.ok_or(Refusal::NotReady)?;
+        cx.inner.resp.recv = Some(Receiving {
             failed: malformed(&slot),
             slot,
             offset: 0,
         });
     }
-    let Some(r) = inner.resp.recv.as_mut() else {
+    let Some(r) = cx.inner.resp.recv.as_mut() else {
         // A middle or last without a first.
         return Err(Refusal::Invalid);
     };
     if r.failed.is_none() {
-        match land(qp, shared, &r.slot, r.offset, &pkt.payload) {
+        match land(cx.qp, cx.shared, &r.slot, r.offset, &pkt.payload) {
             Ok(()) => {}
             // The WQE is well formed, so its SGEs are too short (class D on UC).
-            Err(WcStatus::LocLenErr) if shared.is_uc() => return Err(Refusal::TooLong),
+            Err(WcStatus::LocLenErr) if cx.shared.is_uc() => return Err(Refusal::TooLong),
             Err(status) => r.failed = Some(status),
         }
     }
@@ -428,12 +389,12 @@ fn send(
     if !last {
         return Ok(());
     }
-    let Some(r) = inner.resp.recv.take() else {
+    let Some(r) = cx.inner.resp.recv.take() else {
         return Err(Refusal::Invalid);
     };
     let status = r.failed.unwrap_or(WcStatus::Success);
-    let c = recv_completion(qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
-    complete_recv(qp, shared, inner, &r.slot, c, pkt.bth.solicited);
+    let c = recv_completion(cx.qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
+    complete_recv(cx, &r.slot, c, pkt.bth.solicited);
     match status {
         WcStatus::Success => Ok(()),
         // The receive buffer was too small or bad: the requester hears of it.
@@ -442,63 +403,58 @@ fn send(
 }
 
 /// An RDMA WRITE packet: into the region its first packet named.
-fn write(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
-    pkt: &Packet<'_>,
-) -> Result<(), Refusal> {
+fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
     // WRITE with immediate consumes a receive WQE for its completion. Without one it is RNR
     // NAKed before anything changes, so its retry finds the message as it was.
     let recv_slot = if last && pkt.ext.imm.is_some() {
-        Some(take_recv_wqe(shared, inner)?.ok_or(Refusal::NotReady)?)
+        Some(take_recv_wqe(cx)?.ok_or(Refusal::NotReady)?)
     } else {
         None
     };
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-        if inner.attr.access_flags & access::REMOTE_WRITE == 0 {
+        if cx.inner.attr.access_flags & access::REMOTE_WRITE == 0 {
             return Err(Refusal::Access);
         }
-        inner.resp.write = None;
+        cx.inner.resp.write = None;
         // A zero-length write names no memory.
         if reth.dma_len != 0 {
             // The whole range is checked now, so a bad one is refused before any byte lands.
             sge::remote(
-                &qp.device().data().mrs,
-                shared.pd,
+                &cx.dev().mrs,
+                cx.shared.pd,
                 reth.rkey,
                 reth.va,
                 reth.dma_len,
                 access::REMOTE_WRITE,
             )
             .ok_or(Refusal::Access)?;
-            inner.resp.write = Some(Writing {
+            cx.inner.resp.write = Some(Writing {
                 rkey: reth.rkey,
                 va: reth.va,
                 left: reth.dma_len,
                 len: reth.dma_len,
             });
         }
-        if inner.resp.write.is_none() && !pkt.payload.is_empty() {
+        if cx.inner.resp.write.is_none() && !pkt.payload.is_empty() {
             return Err(Refusal::Invalid);
         }
     }
-    let len = match inner.resp.write.as_mut() {
+    let len = match cx.inner.resp.write.as_mut() {
         Some(w) => {
             // CAST: Payloads are at most 4 KiB.
             let n = pkt.payload.len() as u32;
             if n > w.left || (last && n != w.left) {
-                inner.resp.write = None;
+                cx.inner.resp.write = None;
                 return Err(Refusal::Invalid);
             }
-            let mrs = &qp.device().data().mrs;
+            let mrs = &cx.qp.device().data().mrs;
             let access = access::REMOTE_WRITE;
-            let Some((mr, at)) = sge::remote(mrs, shared.pd, w.rkey, w.va, n, access) else {
+            let Some((mr, at)) = sge::remote(mrs, cx.shared.pd, w.rkey, w.va, n, access) else {
                 // Deregistered since the message started: not one more byte.
-                inner.resp.write = None;
+                cx.inner.resp.write = None;
                 return Err(Refusal::Access);
             };
             pkt.payload
@@ -514,16 +470,16 @@ fn write(
     if !last {
         return Ok(());
     }
-    inner.resp.write = None;
+    cx.inner.resp.write = None;
     if let (Some(imm), Some(slot)) = (pkt.ext.imm, recv_slot) {
         let c = recv_completion(
-            qp,
+            cx.qp,
             WcStatus::Success,
             WcOpcode::RecvRdmaWithImm,
             len as usize,
             Some(imm),
         );
-        complete_recv(qp, shared, inner, &slot, c, pkt.bth.solicited);
+        complete_recv(cx, &slot, c, pkt.bth.solicited);
     }
     Ok(())
 }

@@ -7,42 +7,39 @@
 
 use crate::{
     proto::timeouts::ack_timeout_us,
-    qp::{QpInner, QpShared},
+    qp::{QpCtx, QpInner},
 };
-use kernel::{
-    sync::Arc,
-    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
-};
+use kernel::time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic};
 
 /// The shortest ACK timeout ferroce waits, whatever the QP asks: below it, a slow machine
 /// would resend what is merely queued.
 const MIN_ACK_TIMEOUT_US: u64 = 10_000;
 
 /// Starts the QP's ACK (or RNR) timer `us` from now, replacing an armed one.
-pub(super) fn arm(shared: &Arc<QpShared>, inner: &mut QpInner, us: u64) {
+pub(super) fn arm(cx: &mut QpCtx<'_>, us: u64) {
     let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
-    inner.req.due = Some(Instant::now() + delay);
-    rearm(shared, inner);
+    cx.inner.req.due = Some(Instant::now() + delay);
+    rearm(cx);
 }
 
 /// Arms the QP's one timer for the earlier of the ACK deadline and the pacer's wake-up (see
 /// [`wake_paced`]), or stops it if there is neither. Dropping the old handle cancels it
 /// (waiting for a running callback, which only queues work).
-pub(super) fn rearm(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let at = match (inner.req.due, inner.cc.wake_at) {
+pub(super) fn rearm(cx: &mut QpCtx<'_>) {
+    let at = match (cx.inner.req.due, cx.inner.cc.wake_at) {
         (Some(d), Some(w)) => match (d - w).is_negative() {
             true => d,
             false => w,
         },
         (Some(at), None) | (None, Some(at)) => at,
         (None, None) => {
-            inner.timer = None;
+            cx.inner.timer = None;
             return;
         }
     };
     let delay = until(at).unwrap_or(Delta::from_micros(1));
-    inner.timer = None;
-    inner.timer = Some(shared.clone().start(delay));
+    cx.inner.timer = None;
+    cx.inner.timer = Some(cx.shared.clone().start(delay));
 }
 
 /// The time left until `at`; `None` once it has come.
@@ -57,11 +54,11 @@ fn ack_timeout(inner: &QpInner) -> Option<u64> {
 }
 
 /// (Re)starts the ACK timeout, if the QP has one.
-pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    inner.req.rnr_wait = false;
-    match ack_timeout(inner) {
-        Some(us) => arm(shared, inner, us),
-        None => stop_timer(shared, inner),
+pub(crate) fn arm_ack(cx: &mut QpCtx<'_>) {
+    cx.inner.req.rnr_wait = false;
+    match ack_timeout(cx.inner) {
+        Some(us) => arm(cx, us),
+        None => stop_timer(cx),
     }
 }
 
@@ -69,22 +66,22 @@ pub(crate) fn arm_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
 /// per packet): when it fires it finds the new deadline and waits the rest. With everything
 /// sent answered there is no deadline until more goes out ([`super::req::pump`] arms it):
 /// a paced QP's next packet may be further away than the ACK timeout.
-pub(super) fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    if inner.req.rnr_wait {
+pub(super) fn touch_ack(cx: &mut QpCtx<'_>) {
+    if cx.inner.req.rnr_wait {
         return;
     }
-    if !inner.req.win.awaits_answer() {
-        stop_timer(shared, inner);
+    if !cx.inner.req.win.awaits_answer() {
+        stop_timer(cx);
         return;
     }
     // An armed timer fires no later than the deadline it was armed for, or the pacer's.
-    match (ack_timeout(inner), inner.req.due.is_some()) {
+    match (ack_timeout(cx.inner), cx.inner.req.due.is_some()) {
         (Some(us), true) => {
             let delay = Delta::from_micros(i64::try_from(us).unwrap_or(i64::MAX));
-            inner.req.due = Some(Instant::now() + delay);
+            cx.inner.req.due = Some(Instant::now() + delay);
         }
-        (Some(_), false) => arm_ack(shared, inner),
-        (None, _) => stop_timer(shared, inner),
+        (Some(_), false) => arm_ack(cx),
+        (None, _) => stop_timer(cx),
     }
 }
 
@@ -92,19 +89,19 @@ pub(super) fn touch_ack(shared: &Arc<QpShared>, inner: &mut QpInner) {
 /// the work then paces again. Kept until then whatever the ACK timer does.
 ///
 /// [`Pace::Wait`]: crate::cc::Pace::Wait
-pub(crate) fn wake_paced(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    let Some(at) = inner.cc.take_wake() else {
+pub(crate) fn wake_paced(cx: &mut QpCtx<'_>) {
+    let Some(at) = cx.inner.cc.take_wake() else {
         return;
     };
-    let earlier = inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
+    let earlier = cx.inner.cc.wake_at.is_none_or(|w| (at - w).is_negative());
     if earlier {
-        inner.cc.wake_at = Some(at);
-        rearm(shared, inner);
+        cx.inner.cc.wake_at = Some(at);
+        rearm(cx);
     }
 }
 
 /// No more deadline; the timer stays armed for the pacer's wake-up, if one is due.
-pub(super) fn stop_timer(shared: &Arc<QpShared>, inner: &mut QpInner) {
-    inner.req.due = None;
-    rearm(shared, inner);
+pub(super) fn stop_timer(cx: &mut QpCtx<'_>) {
+    cx.inner.req.due = None;
+    rearm(cx);
 }

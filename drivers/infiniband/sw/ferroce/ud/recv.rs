@@ -14,7 +14,7 @@ use crate::{
             Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
         },
     },
-    qp::{QpInner, QpShared},
+    qp::{QpCtx, QpShared},
     sge,
 };
 use kernel::{
@@ -30,22 +30,20 @@ const GRH_LEN: usize = 40;
 
 /// Delivers a UD packet (already checked for length and ICRC) to `shared`'s RQ.
 pub(crate) fn receive(
-    qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    inner: &mut QpInner,
+    cx: &mut QpCtx<'_>,
     pkt: &Packet<'_>,
     counters: &Counters,
 ) -> Result<(), QpDrop> {
     let ip = pkt.hdr.ip();
-    if pkt.info.transport != Transport::Ud || !inner.attr.state.can_receive() {
+    if pkt.info.transport != Transport::Ud || !cx.inner.attr.state.can_receive() {
         return Err(QpDrop::BadState);
     }
     let deth = pkt.ext.deth.ok_or(QpDrop::BadState)?;
-    if deth.qkey != inner.attr.qkey {
+    if deth.qkey != cx.inner.attr.qkey {
         return Err(QpDrop::BadQkey);
     }
-    let (wr_id, status) = if shared.kernel {
-        let buf = shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
+    let (wr_id, status) = if cx.shared.kernel {
+        let buf = cx.shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
         let landed = grh(ip).and_then(|grh| {
             buf.write(0, &grh).map_err(|_| WcStatus::LocLenErr)?;
             pkt.payload.for_each(
@@ -58,17 +56,19 @@ pub(crate) fn receive(
         });
         (buf.wr_id, landed.err().unwrap_or(WcStatus::Success))
     } else {
-        let mut slot = KVec::new();
-        slot.resize(shared.rq.slot_len(), 0u8, GFP_ATOMIC)
-            .map_err(|_| QpDrop::NoMem)?;
-        if !shared.rq.peek(inner.rq_cons, &mut slot).unwrap_or(false) {
-            return Err(QpDrop::NoRecvWqe);
-        }
+        let cons = cx.inner.rq_cons;
+        let slot = cx
+            .shared
+            .rq
+            .copy_at(cons, cons)
+            .map_err(|_| QpDrop::NoMem)?
+            .ok_or(QpDrop::NoRecvWqe)?;
         let wqe = RecvWqe::new(&slot);
-        let status = land(qp, shared, &wqe, pkt, ip)
+        let status = land(cx.qp, cx.shared, &wqe, pkt, ip)
             .err()
             .unwrap_or(WcStatus::Success);
-        let _ = shared.rq.advance(&mut inner.rq_cons);
+        // Only the shared copy of the index can fail to be written; the kernel's moved on.
+        let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
         (wqe.wr_id(), status)
     };
     let mut wc_flags = WC_GRH;
@@ -81,7 +81,7 @@ pub(crate) fn receive(
         opcode: WcOpcode::Recv,
         // CAST: Bounded by the MTU.
         byte_len: (GRH_LEN + pkt.payload.len()) as u32,
-        qp_num: qp.qpn(),
+        qp_num: cx.qp.qpn(),
         src_qp: deth.src_qpn,
         wc_flags,
         imm_data: pkt.ext.imm.unwrap_or(0),
@@ -98,7 +98,7 @@ pub(crate) fn receive(
         counters.inc(Counter::RdmaRecvs);
     }
     // A full CQ loses the completion: its consumer fell behind.
-    let _ = FerroceCq::post(qp, qp.recv_cq(), &c, pkt.bth.solicited);
+    let _ = FerroceCq::post(cx.qp, cx.qp.recv_cq(), &c, pkt.bth.solicited);
     Ok(())
 }
 

@@ -22,19 +22,19 @@ use crate::{
             SEND_INLINE, SEND_SIGNALED, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
-    qp::{tx::TX_BUDGET, QpInner, QpShared},
+    qp::{tx::TX_BUDGET, QpCtx, QpShared},
     sge,
 };
 use kernel::{prelude::*, rdma::qp::Qp};
 
 /// Sends posted WQEs, oldest first, up to [`TX_BUDGET`]; each one's completion goes to the send
 /// CQ. Returns whether more are posted.
-pub(crate) fn push(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -> bool {
-    let slot_len = shared.sq.slot_len();
+pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
+    let slot_len = cx.shared.sq.slot_len();
     let ud = UdQp {
-        shared,
+        shared: cx.shared,
         payload_room: slot_len - SEND_WQE_HEADER,
-        qkey: inner.attr.qkey,
+        qkey: cx.inner.attr.qkey,
     };
     // One private copy of a slot at a time: user space cannot change a WQE under us.
     let mut wqe = KVec::new();
@@ -42,22 +42,22 @@ pub(crate) fn push(qp: &Qp<Ferroce>, shared: &QpShared, inner: &mut QpInner) -> 
         // The work tries again.
         return true;
     }
-    let Ok(posted) = shared.sq.posted(inner.sq_cons) else {
+    let Ok(posted) = cx.shared.sq.posted(cx.inner.sq_cons) else {
         return false;
     };
     for _ in 0..posted.min(TX_BUDGET) {
-        match shared.sq.peek(inner.sq_cons, &mut wqe) {
+        match cx.shared.sq.peek(cx.inner.sq_cons, &mut wqe) {
             Ok(true) => {}
             _ => return false,
         }
-        let mut psn = inner.attr.sq_psn;
-        let done = send_ud(qp, &ud, &wqe, &mut psn);
-        inner.attr.sq_psn = psn;
-        // Only the shared copy of the index can fail to be written; the kernel's moved on.
-        let _ = shared.sq.advance(&mut inner.sq_cons);
+        let mut psn = cx.inner.attr.sq_psn;
+        let done = send_ud(cx.qp, &ud, &wqe, &mut psn);
+        cx.inner.attr.sq_psn = psn;
+        // Only the cx.shared copy of the index can fail to be written; the kernel's moved on.
+        let _ = cx.shared.sq.advance(&mut cx.inner.sq_cons);
         if let Some(c) = done {
             // A full CQ loses the completion: its consumer fell behind.
-            let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
+            let _ = FerroceCq::post(cx.qp, cx.qp.send_cq(), &c, false);
         }
     }
     posted > TX_BUDGET
@@ -171,6 +171,7 @@ pub(crate) fn send_datagram(
         remote_qkey: d.remote_qkey,
         path,
     };
+    // A packet that cannot go out (no route, no memory) is lost, as UD allows.
     let _ = transmit(qp, shared, &work, d.payload, qp_qkey, psn);
     qp.device().data().counters.inc(Counter::RdmaSends);
     Ok(())
