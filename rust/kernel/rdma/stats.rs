@@ -43,7 +43,11 @@ pub(crate) fn alloc(descs: &'static [StatDesc]) -> *mut bindings::rdma_hw_stats 
     };
     // SAFETY: `descs` is a `'static` array of `n` transparent `rdma_stat_desc`s.
     unsafe {
-        bindings::rdma_alloc_hw_stats_struct(descs.as_ptr().cast(), n, DEFAULT_LIFESPAN_MS as c_ulong)
+        bindings::rdma_alloc_hw_stats_struct(
+            descs.as_ptr().cast(),
+            n,
+            DEFAULT_LIFESPAN_MS as c_ulong,
+        )
     }
 }
 

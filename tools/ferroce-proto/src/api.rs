@@ -8,6 +8,10 @@ use crate::proto::{
     opcode::{ExtHdr, OpInfo, Opcode},
     packet::{self, Aeth, AtomicAckEth, AtomicEth, Deth, DropReason, ExtHeaders, Ieth, Reth},
     psn::Psn,
+    read::ReadResource,
+    responder::{Sequence, Sequencer},
+    window::{Entry, Kind, Place, ReadOutcome, Window},
+    wqe::WcStatus,
 };
 
 /// ICRC of a RoCEv2-over-IPv4 packet; `rest` is everything after the BTH, up to the ICRC.
@@ -173,4 +177,121 @@ pub fn fuzz_parse(data: &[u8]) -> Result<usize, &'static str> {
         return Err(DropReason::BadIcrc.name());
     }
     Ok(p.hdr_len)
+}
+
+/// Drives the RC engine's decisions with events taken from `data`, as a peer that crafts packets
+/// (any PSN, any syndrome, any READ key) and a local process that posts any WQEs could make them
+/// see, and panics if an invariant breaks: the requester's window keeps `una <= nxt <= end` and
+/// never counts more done than a WQE holds, whatever answers come; the responder's sequencer
+/// NAKs a gap once; a READ resource never answers past its length or its resend budget.
+pub fn fuzz_rc(data: &[u8]) {
+    let mut bytes = data.iter().copied();
+    let mut next = || bytes.next();
+    let start = u32::from_le_bytes([
+        next().unwrap_or(0),
+        next().unwrap_or(0),
+        next().unwrap_or(0),
+        0,
+    ]);
+    let mut w = Window::starting_at(Psn::new(start));
+    let mut e: Vec<Entry> = Vec::new();
+    let mut seq = Sequencer::default();
+    let mut expected = Psn::new(start);
+    let reth = Reth {
+        va: 0x1000,
+        rkey: 7,
+        dma_len: 5000,
+    };
+    let mut read = ReadResource::new(Psn::new(start), reth, 1024, 1, 0);
+    let mut read_sent = 0u64;
+    while let (Some(op), Some(arg)) = (next(), next()) {
+        let arg = u32::from(arg);
+        // A PSN near the window: up to 64 before `una` to 191 after it.
+        let near = w.una().add(arg).add(Psn::MASK - 63);
+        match op % 12 {
+            0 if e.len() < 32 => {
+                let kind = [Kind::Send, Kind::Write, Kind::Read][(arg % 3) as usize];
+                let n = 1 + arg % 40;
+                e.push(Entry::new(kind, w.assign(n), n));
+            }
+            1 => {
+                let mut budget = arg;
+                while w.may_send() && budget > 0 {
+                    let Some((idx, i)) = w.next_to_send(&e) else {
+                        w.skip_to_end();
+                        break;
+                    };
+                    let next = if e[idx].kind() == Kind::Read {
+                        e[idx].end()
+                    } else {
+                        e[idx].first().add(i + 1)
+                    };
+                    w.sent(next);
+                    budget -= 1;
+                }
+            }
+            2 if w.place_ack(near) == Place::Current => w.ack(&mut e, near),
+            3 if w.place(near) == Place::Current => w.nak(&mut e, near),
+            4 if w.place(near) == Place::Current => {
+                if let ReadOutcome::Next { idx, index } = w.read_response(&mut e, near) {
+                    w.read_landed(&mut e, idx, index);
+                }
+            }
+            5 if w.place(near) == Place::Current => {
+                w.fail_at(&mut e, near, WcStatus::RemOpErr);
+            }
+            6 => w.rewind(&mut e),
+            7 => {
+                for x in e.iter_mut() {
+                    if let Some(from) = x.take_ask() {
+                        assert!(from < x.npkts(), "asks past the READ");
+                        w.asked_again(x.first().add(from), x.end());
+                    }
+                }
+            }
+            8 => {
+                while e.first().is_some_and(Entry::finished) {
+                    e.remove(0);
+                }
+            }
+            9 => {
+                let psn = expected.add(arg).add(Psn::MASK - 127);
+                let before = psn.diff(expected);
+                match seq.rc(psn, expected) {
+                    Sequence::Expected => {
+                        assert_eq!(before, 0);
+                        expected = expected.add(1 + arg % 3);
+                    }
+                    Sequence::Duplicate => assert!(before < 0),
+                    Sequence::Ahead { .. } => assert!(before > 0),
+                }
+            }
+            10 => {
+                let psn = Psn::new(start).add(arg % 8).add(Psn::MASK - 1);
+                read.rewind(psn, 7 - (arg >> 7));
+            }
+            _ => {
+                for _ in 0..arg % 8 {
+                    let Some(r) = read.next_response() else {
+                        break;
+                    };
+                    assert!(r.len <= 1024 && u64::from(r.len) + r.va <= 0x1000 + 5000);
+                    assert!(r.psn.diff(Psn::new(start)) >= 0);
+                    assert!(r.psn.diff(Psn::new(start)) < 5);
+                    read.sent();
+                    read_sent += 1;
+                }
+            }
+        }
+        assert!(w.una().diff(w.nxt()) <= 0, "una passed nxt");
+        assert!(w.nxt().diff(w.end()) <= 0, "nxt passed end");
+        for x in &e {
+            assert!(x.done() <= x.npkts(), "more done than sent");
+            if x.pending() {
+                assert!(x.end().diff(w.una()) > 0, "a pending WQE before una");
+            }
+        }
+    }
+    // 5 responses, each sent at most once plus 8 times again, plus the slack.
+    assert!(read_sent <= 5 + 5 * 8 + 1024, "READ resent past its budget");
 }

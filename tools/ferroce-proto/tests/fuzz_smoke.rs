@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Deterministic stand-in for the fuzzer: random and mutated packets through `fuzz_parse`, so
-//! `cargo test` covers the parser's no-panic invariants without libFuzzer.
+//! Deterministic stand-in for the fuzzers: random and mutated packets through `fuzz_parse`, and
+//! random event scripts through `fuzz_rc`, so `cargo test` covers the parser's and the RC
+//! engine's invariants without libFuzzer.
 
-use ferroce_proto::api::{build_packet, drop_reason_names, fuzz_parse, known_opcodes};
+use ferroce_proto::api::{build_packet, drop_reason_names, fuzz_parse, fuzz_rc, known_opcodes};
 use std::collections::HashMap;
 
 /// Marsaglia's xorshift64: small, fast and the same on every run.
@@ -124,5 +125,27 @@ fn parse_survives_random_and_mutated_packets() {
     let names = drop_reason_names();
     for name in outcomes.keys() {
         assert!(*name == "ok" || names.contains(name), "{name}");
+    }
+}
+
+#[test]
+fn rc_engine_survives_random_event_scripts() {
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let mut script = vec![0u8; 4096];
+    for _ in 0..2_000 {
+        let len = 3 + rng.below(script.len() - 3);
+        rng.fill(&mut script[..len]);
+        fuzz_rc(&script[..len]);
+    }
+    // A peer replaying one READ request: its responses again and again, until the budget.
+    let replay: Vec<u8> = [0u8, 0, 0]
+        .into_iter()
+        .chain([10u8, 2, 11, 7].repeat(3000))
+        .collect();
+    fuzz_rc(&replay);
+    // Near the wrap and at zero, with the same scripts.
+    for start in [[0xff, 0xff, 0xff], [0xc0, 0xff, 0xff], [0, 0, 0]] {
+        script[..3].copy_from_slice(&start);
+        fuzz_rc(&script);
     }
 }

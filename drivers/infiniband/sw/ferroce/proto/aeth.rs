@@ -3,6 +3,8 @@
 //! The AETH syndrome (IBA 9.3.5, table 44): what an ACK packet says. One type for the responder
 //! that encodes it and the requester that decodes it.
 
+use super::wqe::WcStatus;
+
 /// A NAK's reason (the low five bits of a class 3 syndrome).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Nak {
@@ -80,9 +82,42 @@ impl Syndrome {
     }
 }
 
+impl Nak {
+    /// The status a requester's WQE completes with when the responder NAKs it this way (IBA
+    /// 10.8.3.1, table 147); a sequence NAK does not complete a WQE, it asks for a resend.
+    pub(crate) const fn status(self) -> Option<WcStatus> {
+        match self {
+            Nak::PsnSequence => None,
+            Nak::InvalidRequest => Some(WcStatus::RemInvReqErr),
+            Nak::RemoteAccess => Some(WcStatus::RemAccessErr),
+            Nak::RemoteOperational | Nak::InvalidRdRequest | Nak::Reserved(_) => {
+                Some(WcStatus::RemOpErr)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn naks_complete_wqes_as_table_147_says() {
+        let table = [
+            (Nak::PsnSequence, None),
+            (Nak::InvalidRequest, Some(WcStatus::RemInvReqErr)),
+            (Nak::RemoteAccess, Some(WcStatus::RemAccessErr)),
+            (Nak::RemoteOperational, Some(WcStatus::RemOpErr)),
+            (Nak::InvalidRdRequest, Some(WcStatus::RemOpErr)),
+            (Nak::Reserved(0x1f), Some(WcStatus::RemOpErr)),
+        ];
+        for (nak, status) in table {
+            assert_eq!(nak.status(), status, "{nak:?}");
+            assert!(!Syndrome::Nak(nak).is_ack());
+        }
+        assert!(Syndrome::Ack.is_ack());
+        assert!(!Syndrome::RnrNak { timer: 0 }.is_ack());
+    }
 
     #[test]
     fn wire_values() {

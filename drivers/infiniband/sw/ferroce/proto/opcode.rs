@@ -65,6 +65,16 @@ impl Position {
     pub(crate) const fn ends(self) -> bool {
         matches!(self, Self::Last | Self::Only)
     }
+
+    /// Where packet `index` of a message of `count` packets sits.
+    pub(crate) const fn of(index: u32, count: u32) -> Self {
+        match (index == 0, index + 1 >= count) {
+            (true, true) => Self::Only,
+            (true, false) => Self::First,
+            (false, true) => Self::Last,
+            (false, false) => Self::Middle,
+        }
+    }
 }
 
 /// The extension headers that may follow a BTH.
@@ -375,6 +385,22 @@ impl Opcode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn position_of_a_packet_index() {
+        // (index, count, position)
+        let table = [
+            (0, 1, Position::Only),
+            (0, 2, Position::First),
+            (1, 2, Position::Last),
+            (0, 3, Position::First),
+            (1, 3, Position::Middle),
+            (2, 3, Position::Last),
+        ];
+        for (i, n, pos) in table {
+            assert_eq!(Position::of(i, n), pos, "{i} of {n}");
+        }
+    }
 
     #[test]
     fn byte_and_opcode_agree() {

@@ -1,9 +1,127 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The RC and UC responder's rules for the packets of a SEND or RDMA WRITE: the opcode sequence
-//! and the packet lengths (IBA 9.7.5.1 and 9.8.3).
+//! The RC and UC responder's rules: where a request's PSN stands (IBA 9.7.5.1.1 for RC, 9.8.3
+//! for UC), the opcode sequence and packet lengths of a SEND or RDMA WRITE (9.7.5.1 and 9.8.3),
+//! and how a refused request is answered (9.7.5.2).
 
-use super::opcode::Position;
+use super::{
+    aeth::{Nak, Syndrome},
+    opcode::Position,
+    psn::Psn,
+    wqe::WcStatus,
+};
+
+/// Where an RC request's PSN stands against the one the responder expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sequence {
+    /// The expected PSN: the request is taken.
+    Expected,
+    /// Before it: the requester is resending. A READ is answered again from its resource, any
+    /// other request gets an ACK if it asks for one.
+    Duplicate,
+    /// After it: a request was lost. `nak`: send a sequence NAK for the expected PSN; only the
+    /// first such request of a gap gets one, the rest are dropped.
+    Ahead { nak: bool },
+}
+
+/// What a UC responder does with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UcStep {
+    /// It starts a message: whatever was under way is over.
+    Start,
+    /// It goes on with the message under way.
+    Continue,
+    /// It belongs to a message already lost.
+    Skip,
+}
+
+/// The responder's memory of gaps: whether it NAKed the current one (RC), whether the UC
+/// message under way was lost.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sequencer {
+    nak_sent: bool,
+    dropping: bool,
+}
+
+impl Sequencer {
+    /// Places an RC request at `psn`; `expected` is the QP's `rq_psn`.
+    pub(crate) fn rc(&mut self, psn: Psn, expected: Psn) -> Sequence {
+        match psn.diff(expected) {
+            d if d > 0 => Sequence::Ahead {
+                nak: !core::mem::replace(&mut self.nak_sent, true),
+            },
+            d if d < 0 => Sequence::Duplicate,
+            _ => {
+                self.nak_sent = false;
+                Sequence::Expected
+            }
+        }
+    }
+
+    /// Places a UC packet at `pos` with `psn`; `expected` is the QP's `rq_psn`. Nothing is
+    /// resent on UC: a gap loses the message under way (its receive WQE takes the next SEND),
+    /// and the next message starts at its first packet. Returns the step and whether there was
+    /// a gap; the next expected PSN is the one after `psn` either way.
+    pub(crate) fn uc(&mut self, psn: Psn, expected: Psn, pos: Position) -> (UcStep, bool) {
+        let gap = psn != expected;
+        if gap {
+            self.dropping = true;
+        }
+        let step = if pos.starts() {
+            self.dropping = false;
+            UcStep::Start
+        } else if self.dropping {
+            UcStep::Skip
+        } else {
+            UcStep::Continue
+        };
+        (step, gap)
+    }
+
+    /// A UC message was refused: its other packets go too.
+    pub(crate) fn lose_message(&mut self) {
+        self.dropping = true;
+    }
+}
+
+/// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No receive WQE posted: try again later.
+    NotReady,
+    /// No memory to take the receive WQE or keep the READ: try again later too.
+    NoMem,
+    /// Malformed for where it stands: bad opcode sequence, length or headers.
+    Invalid,
+    /// The rkey, range or QP access rights do not allow it.
+    Access,
+    /// A SEND its receive WQE could not take (too long, or bad buffers); the WQE completed
+    /// with this status.
+    Receive(WcStatus),
+    /// A UC SEND longer than its receive WQE: dropped, and the WQE waits for the next SEND.
+    TooLong,
+}
+
+impl Refusal {
+    /// The RC answer; `min_rnr_timer` is the QP's.
+    pub(crate) const fn syndrome(self, min_rnr_timer: u8) -> Syndrome {
+        match self {
+            Refusal::NotReady | Refusal::NoMem => Syndrome::RnrNak {
+                timer: min_rnr_timer,
+            },
+            Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => {
+                Syndrome::Nak(Nak::InvalidRequest)
+            }
+            Refusal::Access => Syndrome::Nak(Nak::RemoteAccess),
+        }
+    }
+
+    /// Whether it is a class C error (IBA 9.9.3.1.2): after its NAK the QP goes to the error
+    /// state, so a peer cannot go on trying keys and ranges.
+    pub(crate) const fn fails_qp(self) -> bool {
+        matches!(self, Refusal::Invalid | Refusal::Access)
+    }
+}
 
 /// The message a responder has under way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +159,83 @@ mod tests {
     use super::*;
     use Position::*;
     use UnderWay::*;
+
+    #[test]
+    fn rc_sequence_naks_a_gap_once() {
+        let mut s = Sequencer::default();
+        let e = Psn::new(100);
+        assert_eq!(s.rc(Psn::new(100), e), Sequence::Expected);
+        assert_eq!(s.rc(Psn::new(99), e), Sequence::Duplicate);
+        assert_eq!(s.rc(Psn::new(101), e), Sequence::Ahead { nak: true });
+        assert_eq!(s.rc(Psn::new(105), e), Sequence::Ahead { nak: false });
+        // A duplicate in between does not reopen the gap.
+        assert_eq!(s.rc(Psn::new(90), e), Sequence::Duplicate);
+        assert_eq!(s.rc(Psn::new(102), e), Sequence::Ahead { nak: false });
+        // The expected one closes it: the next gap is NAKed again.
+        assert_eq!(s.rc(Psn::new(100), e), Sequence::Expected);
+        let e = Psn::new(101);
+        assert_eq!(s.rc(Psn::new(103), e), Sequence::Ahead { nak: true });
+    }
+
+    #[test]
+    fn rc_sequence_across_the_wrap() {
+        let mut s = Sequencer::default();
+        let e = Psn::new(Psn::MASK);
+        assert_eq!(s.rc(Psn::new(0), e), Sequence::Ahead { nak: true });
+        assert_eq!(s.rc(Psn::new(Psn::MASK - 1), e), Sequence::Duplicate);
+        assert_eq!(s.rc(Psn::new(Psn::MASK), e), Sequence::Expected);
+        // Half the PSN space away is before (a duplicate), one less is ahead.
+        let e = Psn::new(0);
+        assert_eq!(s.rc(Psn::new(1 << 23), e), Sequence::Duplicate);
+        assert_eq!(
+            s.rc(Psn::new((1 << 23) - 1), e),
+            Sequence::Ahead { nak: true }
+        );
+    }
+
+    #[test]
+    fn uc_gap_loses_the_message_until_a_first() {
+        let mut s = Sequencer::default();
+        // (psn, expected, position, step, gap)
+        let table = [
+            (10, 10, First, UcStep::Start, false),
+            (11, 11, Middle, UcStep::Continue, false),
+            (13, 12, Middle, UcStep::Skip, true),
+            (14, 14, Last, UcStep::Skip, false),
+            (15, 15, Only, UcStep::Start, false),
+            (17, 16, First, UcStep::Start, true),
+            (18, 18, Last, UcStep::Continue, false),
+            (0, Psn::MASK, Middle, UcStep::Skip, true),
+            (1, 1, Only, UcStep::Start, false),
+        ];
+        for (psn, expected, pos, step, gap) in table {
+            assert_eq!(
+                s.uc(Psn::new(psn), Psn::new(expected), pos),
+                (step, gap),
+                "{psn} {expected} {pos:?}"
+            );
+        }
+        s.lose_message();
+        assert_eq!(s.uc(Psn::new(2), Psn::new(2), Last).0, UcStep::Skip);
+        assert_eq!(s.uc(Psn::new(3), Psn::new(3), First).0, UcStep::Start);
+    }
+
+    #[test]
+    fn refusals_are_answered_as_the_spec_says() {
+        // (refusal, syndrome byte with min_rnr_timer 14, class C)
+        let table = [
+            (Refusal::NotReady, 0x2e, false),
+            (Refusal::NoMem, 0x2e, false),
+            (Refusal::Invalid, 0x61, true),
+            (Refusal::Access, 0x62, true),
+            (Refusal::Receive(WcStatus::LocLenErr), 0x61, false),
+            (Refusal::TooLong, 0x61, false),
+        ];
+        for (r, byte, class_c) in table {
+            assert_eq!(r.syndrome(14).to_u8(), byte, "{r:?}");
+            assert_eq!(r.fails_qp(), class_c, "{r:?}");
+        }
+    }
 
     #[test]
     fn opcode_sequence() {

@@ -12,8 +12,11 @@
 //! another READ's tail lands where it belongs, and a READ seen short asks for its missing
 //! responses once (not every READ after it from the start).
 
-use super::psn::Psn;
-use super::wqe::WcStatus;
+use super::{
+    opcode::{Opcode, Position},
+    psn::Psn,
+    wqe::WcStatus,
+};
 
 /// PSNs the requester sends beyond the oldest unanswered one, at most. Go-back-N resends up to
 /// this many after a loss.
@@ -33,6 +36,28 @@ pub(crate) enum Kind {
     Send,
     Write,
     Read,
+}
+
+impl Kind {
+    /// The RC opcode of a SEND's or WRITE's packet at `pos`, with immediate data or not (the
+    /// immediate rides on the last packet); a READ's request is always [`Opcode::RcReadRequest`].
+    pub(crate) const fn opcode(self, pos: Position, imm: bool) -> Opcode {
+        match (self, pos, imm) {
+            (Kind::Read, _, _) => Opcode::RcReadRequest,
+            (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
+            (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
+            (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
+            (Kind::Send, Position::Last, true) => Opcode::RcSendLastImm,
+            (Kind::Send, Position::Only, false) => Opcode::RcSendOnly,
+            (Kind::Send, Position::Only, true) => Opcode::RcSendOnlyImm,
+            (Kind::Write, Position::First, _) => Opcode::RcWriteFirst,
+            (Kind::Write, Position::Middle, _) => Opcode::RcWriteMiddle,
+            (Kind::Write, Position::Last, false) => Opcode::RcWriteLast,
+            (Kind::Write, Position::Last, true) => Opcode::RcWriteLastImm,
+            (Kind::Write, Position::Only, false) => Opcode::RcWriteOnly,
+            (Kind::Write, Position::Only, true) => Opcode::RcWriteOnlyImm,
+        }
+    }
 }
 
 /// One started WQE as the window sees it.
@@ -602,6 +627,69 @@ pub(crate) fn read_response_fits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::opcode::{ExtHdr, OpInfo, OpKind, Transport};
+
+    #[test]
+    fn request_opcodes_say_what_their_wqe_asks() {
+        use Position::*;
+        for kind in [Kind::Send, Kind::Write] {
+            for pos in [First, Middle, Last, Only] {
+                for imm in [false, true] {
+                    let op = kind.opcode(pos, imm);
+                    let info = OpInfo::lookup(op as u8).unwrap();
+                    assert_eq!(info.transport, Transport::Rc, "{op:?}");
+                    assert_eq!(info.position, pos, "{op:?}");
+                    let want = if kind == Kind::Send {
+                        OpKind::Send
+                    } else {
+                        OpKind::Write
+                    };
+                    assert_eq!(info.kind, want, "{op:?}");
+                    // The immediate rides on the last packet only; a WRITE names its region
+                    // in its first.
+                    assert_eq!(info.has_imm(), imm && pos.ends(), "{op:?}");
+                    assert_eq!(info.has(ExtHdr::Reth), kind == Kind::Write && pos.starts());
+                }
+            }
+        }
+        assert_eq!(Kind::Read.opcode(Only, false), Opcode::RcReadRequest);
+    }
+
+    #[test]
+    fn a_read_response_at_a_write_psn_is_not_ours() {
+        let (mut w, mut e) = sent(Psn::MASK - 1, &[(Kind::Write, 2), (Kind::Read, 2)]);
+        assert_eq!(
+            w.read_response(&mut e, psn(Psn::MASK)),
+            ReadOutcome::NotOurs
+        );
+        assert_eq!(
+            w.read_response(&mut e, psn(0)),
+            ReadOutcome::Next { idx: 1, index: 0 }
+        );
+    }
+
+    #[test]
+    fn a_read_asks_only_while_it_is_pending() {
+        let n = REORDER_SLACK + 4;
+        let (mut w, mut e) = sent(0, &[(Kind::Read, n)]);
+        assert!(!e[0].asking());
+        past_gap(&mut w, &mut e, 1, n);
+        assert!(e[0].asking());
+        e[0].fail(WcStatus::RemOpErr);
+        assert!(!e[0].asking());
+        assert_eq!(e[0].take_ask(), None);
+    }
+
+    #[test]
+    fn nothing_left_to_send_skips_to_the_end() {
+        let mut w = Window::starting_at(psn(Psn::MASK - 2));
+        let e = [Entry::refused(Kind::Send, w.end(), WcStatus::LocLenErr)];
+        let end = w.assign(5);
+        assert_eq!(w.next_to_send(&e), None);
+        w.skip_to_end();
+        assert_eq!(w.nxt(), end.add(5));
+        assert!(!w.unsent());
+    }
 
     /// A window with `entries` started back to back from `start`, all sent.
     fn sent(start: u32, specs: &[(Kind, u32)]) -> (Window, Vec<Entry>) {
@@ -991,7 +1079,7 @@ mod tests {
     fn a_loss_after_a_long_clean_run_is_a_new_episode() {
         let mut w = Window::starting_at(psn(0));
         // More than half the PSN space answered without a loss, a WRITE after another.
-        let mut e = Vec::new();
+        let mut e: Vec<Entry>;
         for _ in 0..9 {
             e = vec![Entry::new(Kind::Write, w.assign(1 << 20), 1 << 20)];
             while w.una() != e[0].end() {

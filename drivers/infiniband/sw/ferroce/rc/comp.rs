@@ -16,6 +16,7 @@ use crate::{
         aeth::{Nak, Syndrome},
         opcode::OpKind,
         psn::Psn,
+        retry::Retries,
         timeouts::rnr_delay_us,
         window::{read_response_fits, Kind, Place, ReadOutcome},
         wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
@@ -28,9 +29,6 @@ use crate::{
     sge,
 };
 use kernel::prelude::*;
-
-/// `rnr_retry` 7: retry forever.
-const RNR_RETRY_FOREVER: u8 = 7;
 
 /// A read response at `psn` that lands nothing but answers what was last asked for again (see
 /// [`crate::proto::window::Window::shows_work`]) shows the responder at work, answering again
@@ -82,23 +80,19 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     let counters = cx.counters();
     if cx.inner.req.rnr_wait {
         cx.inner.req.rnr_wait = false;
-        if cx.inner.req.rnr_retries == 0 {
+        if !cx.inner.req.retries.rnr() {
             counters.inc(Counter::RetryRnrExceededErr);
             fail_front(cx.inner, WcStatus::RnrRetryExcErr);
             complete(cx);
             return;
         }
-        if cx.inner.req.rnr_retries != RNR_RETRY_FOREVER {
-            cx.inner.req.rnr_retries -= 1;
-        }
     } else {
-        if cx.inner.req.retries == 0 {
+        if !cx.inner.req.retries.timeout() {
             counters.inc(Counter::RetryExceededErr);
             fail_front(cx.inner, WcStatus::RetryExcErr);
             complete(cx);
             return;
         }
-        cx.inner.req.retries -= 1;
         counters.inc(Counter::CompleterRetryErr);
         cx.inner.req.win.timed_out();
     }
@@ -177,7 +171,7 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
     if landed || cx.inner.req.win.una() != una {
         // Progress: the budgets refill and the timeout starts over.
         let (r, rnr) = (cx.inner.attr.retry_cnt, cx.inner.attr.rnr_retry);
-        cx.inner.req.set_retries(r, rnr);
+        cx.inner.req.retries = Retries::new(r, rnr);
         cx.inner.req.put_off = false;
         touch_ack(cx);
     }
@@ -222,17 +216,12 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
             req.win.lost(psn);
         }
         Syndrome::Nak(nak) => {
-            let status = match nak {
-                Nak::InvalidRequest => {
-                    counters.inc(Counter::ReqRemoteInvalidRequest);
-                    WcStatus::RemInvReqErr
-                }
-                Nak::RemoteAccess => {
-                    counters.inc(Counter::ReqRemoteAccessErrors);
-                    WcStatus::RemAccessErr
-                }
-                _ => WcStatus::RemOpErr,
-            };
+            match nak {
+                Nak::InvalidRequest => counters.inc(Counter::ReqRemoteInvalidRequest),
+                Nak::RemoteAccess => counters.inc(Counter::ReqRemoteAccessErrors),
+                _ => {}
+            }
+            let status = nak.status().unwrap_or(WcStatus::RemOpErr);
             if req.win.fail_at(&mut req.flight, psn, status) {
                 req.stopped = true;
             }

@@ -15,61 +15,29 @@ use crate::{
     net::xmit::Xmit,
     proto::{
         aeth::Syndrome,
-        opcode::Opcode,
         packet::{Aeth, BuildError, ExtHeaders},
         psn::Psn,
+        read::{admits, ReadResource, Response},
+        responder::Refusal,
         wqe::access,
     },
     qp::{QpCtx, QpInner},
-    rc::resp::Refusal,
     rc::{self, path_mtu},
     sge,
 };
-use kernel::prelude::*;
+use kernel::{prelude::*, rdma::qp::QpAttr};
 
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
 
-/// One READ being answered, or answered lately.
-struct Resource {
-    /// The PSN of its first response.
-    first: Psn,
-    npkts: u32,
-    mtu: u32,
-    len: u32,
-    /// Where the READ starts; the region is looked up per response (see
-    /// [`crate::mr::MrRef`]), so a deregistered one is read no further.
-    va: u64,
-    pd: usize,
-    rkey: u32,
-    /// The MSN its responses carry.
-    msn: u32,
-    /// The next response to send; `npkts` once all went out.
-    next: u32,
-    /// Responses sent again for duplicates, bounded by [`RESEND_LIMIT`].
-    resent: u64,
-}
-
-/// How many times over a READ's responses are sent again for duplicate requests, at most (plus
-/// [`RESEND_SLACK`]): a lossy link needs a few; a host that replays a request, say from a
-/// spoofed address, must not turn one READ into endless traffic.
-const RESEND_LIMIT: u64 = 8;
-const RESEND_SLACK: u64 = 1024;
-
-impl Resource {
-    fn answering(&self) -> bool {
-        self.next < self.npkts
-    }
-}
-
 /// A QP's read resources, oldest first.
 #[derive(Default)]
-pub(crate) struct Reads(KVec<Resource>);
+pub(crate) struct Reads(KVec<ReadResource>);
 
 impl Reads {
     /// Whether responses are still to go out.
     pub(crate) fn answering(&self) -> bool {
-        self.0.iter().any(Resource::answering)
+        self.0.iter().any(ReadResource::answering)
     }
 }
 
@@ -84,11 +52,10 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal
     if reth.dma_len > MAX_MSG_SIZE {
         return Err(Refusal::Invalid);
     }
-    // None granted (`max_dest_rd_atomic` 0): no READ is taken (as C rxe).
-    let limit = usize::from(cx.inner.attr.max_dest_rd_atomic);
-    let reads = &mut cx.inner.resp.reads.0;
+    let granted = cx.inner.attr.max_dest_rd_atomic;
+    let reads = &cx.inner.resp.reads.0;
     // The requester may have no more READs outstanding than it was granted.
-    if reads.iter().filter(|r| r.answering()).count() >= limit {
+    if !admits(reads.iter().filter(|r| r.answering()).count(), granted) {
         return Err(Refusal::Invalid);
     }
     let mtu = path_mtu(cx);
@@ -106,36 +73,17 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal
     }
     let reads = &mut cx.inner.resp.reads.0;
     // Room for it: the oldest answered one goes.
-    if reads.len() >= limit {
+    if reads.len() >= usize::from(granted) {
         if let Some(i) = reads.iter().position(|r| !r.answering()) {
             reads.remove(i).map_err(|_| Refusal::NotReady)?;
         }
     }
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
-    let npkts = reth.dma_len.div_ceil(mtu).max(1);
-    cx.inner
-        .resp
-        .reads
-        .0
-        .push(
-            Resource {
-                first: pkt.bth.psn,
-                npkts,
-                mtu,
-                len: reth.dma_len,
-                va: reth.va,
-                pd: cx.shared.pd,
-                rkey: reth.rkey,
-                msn,
-                next: 0,
-                resent: 0,
-            },
-            GFP_ATOMIC,
-        )
-        .map_err(|_| Refusal::NoMem)?;
     // The responses carry the MSN of this request, counted now.
+    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let r = ReadResource::new(pkt.bth.psn, reth, mtu, msn, cx.shared.pd);
+    reads.push(r, GFP_ATOMIC).map_err(|_| Refusal::NoMem)?;
     cx.inner.resp.msn = msn;
-    Ok(npkts)
+    Ok(r.npkts())
 }
 
 /// A duplicate READ request: if it names responses of a resource, they go out again from
@@ -144,18 +92,9 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
     let Some(reth) = pkt.ext.reth else {
         return;
     };
-    let psn = pkt.bth.psn;
-    if let Some(r) = inner.resp.reads.0.iter_mut().find(|r| {
-        let i = psn.diff(r.first);
-        // CAST: `i` is checked non-negative.
-        r.rkey == reth.rkey && i >= 0 && (i as u32) < r.npkts
-    }) {
-        // CAST: Checked above.
-        let from = psn.diff(r.first) as u32;
-        let again = u64::from(r.next.saturating_sub(from));
-        if r.resent + again <= u64::from(r.npkts) * RESEND_LIMIT + RESEND_SLACK {
-            r.resent += again;
-            r.next = r.next.min(from);
+    for r in inner.resp.reads.0.iter_mut() {
+        if r.rewind(pkt.bth.psn, reth.rkey) {
+            break;
         }
     }
 }
@@ -165,16 +104,16 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
     let mut budget = BATCH;
     let attr = inner.attr;
     for r in inner.resp.reads.0.iter_mut() {
-        while r.answering() {
+        while let Some(response) = r.next_response() {
             if budget == 0 {
                 return true;
             }
             budget -= 1;
-            match send_response(xmit, &attr, r) {
-                Ok(()) => r.next += 1,
+            match send_response(xmit, &attr, &response) {
+                Ok(()) => r.sent(),
                 // The region was deregistered: give up on this READ; the requester's timer
                 // reports it.
-                Err(e) if e == EFAULT => r.next = r.npkts,
+                Err(e) if e == EFAULT => r.abandon(),
                 // No memory: the work tries again.
                 Err(_) => return true,
             }
@@ -192,39 +131,29 @@ pub(crate) fn resume(cx: &mut QpCtx<'_>) -> bool {
         .unwrap_or(false)
 }
 
-/// Sends response `r.next` of a READ. Not paced yet, so not ECN-capable: pacing them would hold
-/// the QP's incoming packets (ACKs and CNPs among them) behind them.
-fn send_response(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, r: &Resource) -> Result {
-    let i = r.next;
-    let off = i * r.mtu;
-    let n = (r.len - off).min(r.mtu) as usize;
+/// Sends one read response. Not paced yet, so not ECN-capable: pacing them would hold the QP's
+/// incoming packets (ACKs and CNPs among them) behind them.
+fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, r: &Response) -> Result {
     // Copied from the region straight into the packet.
     let fill = |dst: &mut [u8]| {
         if dst.is_empty() {
             return Ok(());
         }
         let mrs = &xmit.device().data().mrs;
-        let va = r.va + u64::from(off);
         // CAST: `dst` is at most one MTU.
         let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, va, n, access::REMOTE_READ)
+        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, r.va, n, access::REMOTE_READ)
             .ok_or(BuildError::Payload)?;
         mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };
-    let op = match (i == 0, i + 1 == r.npkts) {
-        (true, true) => Opcode::RcReadResponseOnly,
-        (true, false) => Opcode::RcReadResponseFirst,
-        (false, true) => Opcode::RcReadResponseLast,
-        (false, false) => Opcode::RcReadResponseMiddle,
-    };
-    let bth = rc::bth(attr, op, r.first.add(i));
+    let bth = rc::bth(attr, r.opcode, r.psn);
     let ext = ExtHeaders {
-        aeth: (op != Opcode::RcReadResponseMiddle).then_some(Aeth {
+        aeth: r.aeth_msn.map(|msn| Aeth {
             syndrome: Syndrome::Ack.to_u8(),
-            msn: r.msn,
+            msn,
         }),
         ..ExtHeaders::default()
     };
-    xmit.send_not_ect(&bth, &ext, n, fill)
+    xmit.send_not_ect(&bth, &ext, r.len as usize, fill)
 }

@@ -18,6 +18,7 @@ use crate::{
         opcode::{Opcode, Position},
         packet::{BuildError, ExtHeaders, Reth},
         psn::Psn,
+        retry::Retries,
         window::{Entry, Kind, Started, Window},
         wqe::{
             SendWqe, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER,
@@ -87,10 +88,8 @@ pub(crate) struct Requester {
     /// A WQE failed: start no more until the QP is flushed.
     pub(crate) stopped: bool,
     pub(crate) win: Window,
-    /// Timeouts left before the oldest WQE fails (`retry_cnt`).
-    pub(crate) retries: u8,
-    /// RNR NAKs left (`rnr_retry`; 7 is forever).
-    pub(crate) rnr_retries: u8,
+    /// Timeouts and RNR NAKs left before the oldest WQE fails.
+    pub(crate) retries: Retries,
     /// The timer runs for an RNR NAK, not for a missing ACK.
     pub(crate) rnr_wait: bool,
     /// When the timer is due: progress moves it on without touching the armed timer, which
@@ -114,15 +113,10 @@ impl Requester {
 
     /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
     pub(crate) fn start(&mut self, retry_cnt: u8, rnr_retry: u8, sq_psn: u32) {
-        self.set_retries(retry_cnt, rnr_retry);
+        self.retries = Retries::new(retry_cnt, rnr_retry);
         if self.flight.is_empty() {
             self.win = Window::starting_at(Psn::new(sq_psn));
         }
-    }
-
-    pub(crate) fn set_retries(&mut self, retry_cnt: u8, rnr_retry: u8) {
-        self.retries = retry_cnt;
-        self.rnr_retries = rnr_retry;
     }
 }
 
@@ -394,14 +388,9 @@ fn send_packet(
         }
         Ok(())
     };
-    let pos = match (i == 0, i + 1 == sent.entry.npkts()) {
-        (true, true) => Position::Only,
-        (true, false) => Position::First,
-        (false, true) => Position::Last,
-        (false, false) => Position::Middle,
-    };
+    let pos = Position::of(i, sent.entry.npkts());
     let last = pos.ends();
-    let rc_op = opcode(sent.kind(), pos, sent.imm.is_some());
+    let rc_op = sent.kind().opcode(pos, sent.imm.is_some());
     let op = if uc {
         rc_op.to_uc().ok_or(EINVAL)?
     } else {
@@ -427,21 +416,4 @@ fn send_packet(
         ..ExtHeaders::default()
     };
     xmit.send_at(&bth, &ext, n, fill, depart)
-}
-
-fn opcode(kind: Kind, pos: Position, imm: bool) -> Opcode {
-    match (kind, pos, imm) {
-        (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
-        (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
-        (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
-        (Kind::Send, Position::Last, true) => Opcode::RcSendLastImm,
-        (Kind::Send, Position::Only, false) => Opcode::RcSendOnly,
-        (Kind::Send, Position::Only, true) => Opcode::RcSendOnlyImm,
-        (_, Position::First, _) => Opcode::RcWriteFirst,
-        (_, Position::Middle, _) => Opcode::RcWriteMiddle,
-        (_, Position::Last, false) => Opcode::RcWriteLast,
-        (_, Position::Last, true) => Opcode::RcWriteLastImm,
-        (_, Position::Only, false) => Opcode::RcWriteOnly,
-        (_, Position::Only, true) => Opcode::RcWriteOnlyImm,
-    }
 }

@@ -21,7 +21,7 @@ use crate::{
         opcode::{OpKind, Opcode},
         packet::{Aeth, ExtHeaders},
         psn::Psn,
-        responder::{request_fits, UnderWay},
+        responder::{request_fits, Refusal, Sequence, Sequencer, UcStep, UnderWay},
         wqe::{
             access, Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM,
         },
@@ -33,50 +33,18 @@ use crate::{
 };
 use kernel::{prelude::*, rdma::qp::Qp};
 
-/// Why a request in sequence was refused; the requester hears it as an RNR NAK or a NAK.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// No receive WQE posted: try again later.
-    NotReady,
-    /// No memory to take the receive WQE or keep the READ: try again later too.
-    NoMem,
-    /// Malformed for where it stands: bad opcode sequence, length or headers.
-    Invalid,
-    /// The rkey, range or QP access rights do not allow it.
-    Access,
-    /// A SEND its receive WQE could not take (too long, or bad buffers); the WQE completed
-    /// with this status.
-    Receive(WcStatus),
-    /// A UC SEND longer than its receive WQE: dropped, and the WQE waits for the next SEND.
-    TooLong,
-}
-
-impl Refusal {
-    fn syndrome(self, inner: &QpInner) -> Syndrome {
-        match self {
-            Refusal::NotReady | Refusal::NoMem => Syndrome::RnrNak {
-                timer: inner.attr.min_rnr_timer,
-            },
-            Refusal::Invalid | Refusal::Receive(_) | Refusal::TooLong => {
-                Syndrome::Nak(Nak::InvalidRequest)
-            }
-            Refusal::Access => Syndrome::Nak(Nak::RemoteAccess),
-        }
-    }
-
-    fn counter(self) -> Counter {
-        match self {
-            // An RNR NAK goes out either way; `rcvd_drop_nomem` says when memory was short.
-            Refusal::NotReady | Refusal::NoMem => Counter::SendRnrErr,
-            Refusal::Invalid => Counter::RespInvalidRequest,
-            Refusal::Access => Counter::RespRemoteAccessErrors,
-            // A receive completed with an error; `resp_local_length_error` says which.
-            Refusal::Receive(_) => Counter::RespCqeError,
-            Refusal::TooLong => Counter::RespLocalLengthError,
-        }
+/// The counter a refusal counts on an RC QP.
+fn refusal_counter(r: Refusal) -> Counter {
+    match r {
+        // An RNR NAK goes out either way; `rcvd_drop_nomem` says when memory was short.
+        Refusal::NotReady | Refusal::NoMem => Counter::SendRnrErr,
+        Refusal::Invalid => Counter::RespInvalidRequest,
+        Refusal::Access => Counter::RespRemoteAccessErrors,
+        // A receive completed with an error; `resp_local_length_error` says which.
+        Refusal::Receive(_) => Counter::RespCqeError,
+        Refusal::TooLong => Counter::RespLocalLengthError,
     }
 }
-
 /// A SEND under way: its receive WQE and how much has landed.
 struct Receiving {
     slot: KVec<u8>,
@@ -97,10 +65,8 @@ struct Writing {
 #[derive(Default)]
 pub(crate) struct Responder {
     pub(crate) msn: u32,
-    /// A sequence NAK went out for the current gap; one is enough.
-    nak_sent: bool,
-    /// UC: the message under way was dropped; its other packets go too.
-    dropping: bool,
+    /// Gaps: NAKed once (RC), or the message under way lost (UC).
+    seq: Sequencer,
     recv: Option<Receiving>,
     write: Option<Writing>,
     /// RDMA READs being answered, and the last ones answered (for duplicates).
@@ -129,28 +95,28 @@ pub(crate) fn on_request(
 fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Counters) {
     let psn = pkt.bth.psn;
     let expected = Psn::new(cx.inner.attr.rq_psn);
-    let d = psn.diff(expected);
-    if d > 0 {
-        counters.inc(Counter::OutOfSeqRequest);
-        if !cx.inner.resp.nak_sent {
-            cx.inner.resp.nak_sent = true;
-            ack(xmit, cx.inner, expected, Syndrome::Nak(Nak::PsnSequence));
+    match cx.inner.resp.seq.rc(psn, expected) {
+        Sequence::Expected => {}
+        Sequence::Ahead { nak } => {
+            counters.inc(Counter::OutOfSeqRequest);
+            if nak {
+                ack(xmit, cx.inner, expected, Syndrome::Nak(Nak::PsnSequence));
+            }
+            return;
         }
-        return;
-    }
-    if d < 0 {
-        counters.inc(Counter::DuplicateRequest);
-        if pkt.info.kind == OpKind::ReadRequest {
-            // Answered again only from where the requester lost it, and only if it is one of
-            // the READs this QP answered: a forged one reads nothing.
-            read::duplicate(cx.inner, pkt);
-        } else if pkt.bth.ack_req {
-            // Its ACK was lost (or is late): say again how far we are.
-            ack(xmit, cx.inner, expected.add(Psn::MASK), Syndrome::Ack);
+        Sequence::Duplicate => {
+            counters.inc(Counter::DuplicateRequest);
+            if pkt.info.kind == OpKind::ReadRequest {
+                // Answered again only from where the requester lost it, and only if it is one
+                // of the READs this QP answered: a forged one reads nothing.
+                read::duplicate(cx.inner, pkt);
+            } else if pkt.bth.ack_req {
+                // Its ACK was lost (or is late): say again how far we are.
+                ack(xmit, cx.inner, expected.add(Psn::MASK), Syndrome::Ack);
+            }
+            return;
         }
-        return;
     }
-    cx.inner.resp.nak_sent = false;
     let last = pkt.info.position.ends();
     let res = match pkt.info.kind {
         OpKind::ReadRequest => {
@@ -178,15 +144,14 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
         Err(refusal) => {
             // The PSN stays expected: nothing of the request took effect, except a receive
             // WQE that completed with an error.
-            counters.inc(refusal.counter());
+            counters.inc(refusal_counter(refusal));
             if refusal == Refusal::NoMem {
                 counters.inc(Counter::DropNoMem);
             }
-            ack(xmit, cx.inner, psn, refusal.syndrome(cx.inner));
+            let syndrome = refusal.syndrome(cx.inner.attr.min_rnr_timer);
+            ack(xmit, cx.inner, psn, syndrome);
             fail_on_receive_error(cx, refusal, counters);
-            if matches!(refusal, Refusal::Invalid | Refusal::Access) {
-                // A class C error (IBA 9.9.3.1.2): after its NAK the QP goes to the error
-                // state, so a peer cannot go on trying keys and ranges.
+            if refusal.fails_qp() {
                 cx.fail();
             }
         }
@@ -200,19 +165,20 @@ pub(crate) fn on_uc_request(
     counters: &Counters,
 ) -> Result<(), QpDrop> {
     let psn = pkt.bth.psn;
-    if psn != Psn::new(cx.inner.attr.rq_psn) {
-        // A gap: the message under way is lost. Its receive WQE was not consumed and takes the
-        // next SEND; a WRITE's bytes stay where they landed.
+    let expected = Psn::new(cx.inner.attr.rq_psn);
+    let (step, gap) = cx.inner.resp.seq.uc(psn, expected, pkt.info.position);
+    if gap {
+        // The message under way is lost. Its receive WQE was not consumed and takes the next
+        // SEND; a WRITE's bytes stay where they landed.
         counters.inc(Counter::OutOfSeqRequest);
-        cx.inner.resp.dropping = true;
     }
     // Nothing is resent on UC: the next PSN is the one after the sender's.
     cx.inner.attr.rq_psn = psn.add(1).get();
-    if pkt.info.position.starts() {
+    match step {
         // A new message ends whatever was under way.
-        drop_message(cx.inner);
-    } else if cx.inner.resp.dropping {
-        return Ok(());
+        UcStep::Start => drop_message(cx.inner),
+        UcStep::Continue => {}
+        UcStep::Skip => return Ok(()),
     }
     match send_or_write(cx, pkt, counters) {
         Ok(()) => {
@@ -223,10 +189,10 @@ pub(crate) fn on_uc_request(
             counters.inc(match refusal {
                 Refusal::NotReady => Counter::DropNoRecvWqe,
                 Refusal::NoMem => Counter::DropNoMem,
-                r => r.counter(),
+                r => refusal_counter(r),
             });
             drop_message(cx.inner);
-            cx.inner.resp.dropping = true;
+            cx.inner.resp.seq.lose_message();
             fail_on_receive_error(cx, refusal, counters);
         }
     }
@@ -237,7 +203,6 @@ pub(crate) fn on_uc_request(
 fn drop_message(inner: &mut QpInner) {
     inner.resp.recv = None;
     inner.resp.write = None;
-    inner.resp.dropping = false;
 }
 
 /// Takes a SEND or WRITE packet; anything else is invalid here, and so is one out of its
