@@ -62,6 +62,14 @@ else
 	echo "pass host driver-has-no-unsafe" >>"$results"
 fi
 
+timed "host tests (the documentation's file map matches the tree)"
+if python3 "$FERROCE_ROOT/scripts/doc_file_map.py" "$FERROCE_ROOT" >"$run_dir/doc-file-map.log" 2>&1; then
+	echo "pass host doc-file-map" >>"$results"
+else
+	cat "$run_dir/doc-file-map.log" >&2
+	echo "fail host doc-file-map (see $run_dir/doc-file-map.log)" >>"$results"
+fi
+
 timed "host tests (rustfmt)"
 # As the kernel's .rustfmt.toml says (edition 2021, the defaults).
 if find "$FERROCE_ROOT/drivers/infiniband/sw/ferroce" "$FERROCE_ROOT/rust/kernel" \
