@@ -6,7 +6,59 @@
 
 use crate::{bindings, prelude::*};
 
+/// Access rights (`IB_ACCESS_*`) of a QP's responder or of a memory region.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::attr::AccessFlags;
+///
+/// let qp = AccessFlags::from_raw(AccessFlags::REMOTE_WRITE.bits());
+/// assert!(qp.contains(AccessFlags::REMOTE_WRITE));
+/// assert!(!qp.contains(AccessFlags::REMOTE_READ));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// Local writes (by the HCA into the region).
+    pub const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
+    /// RDMA WRITE from the peer.
+    pub const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
+    /// RDMA READ from the peer.
+    pub const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
+    /// Atomics from the peer.
+    pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
+
+    /// Flags as the core passes them (unknown bits kept).
+    pub const fn from_raw(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every right of `other` is granted.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
 /// IB MTU (`enum ib_mtu`): the payload size of one RoCE packet.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::{prelude::*, rdma::attr::Mtu};
+///
+/// assert_eq!(Mtu::from_bytes(1024)?, Mtu::Mtu1024);
+/// assert_eq!(Mtu::Mtu4096.bytes(), 4096);
+/// // Only the five IB sizes are MTUs.
+/// assert!(Mtu::from_bytes(1500).is_err());
+/// # Ok::<(), Error>(())
+/// ```
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mtu {
@@ -310,8 +362,25 @@ pub mod uverbs_cmd {
 
 #[macros::kunit_tests(rust_rdma_attr)]
 mod tests {
-    use super::Mtu;
+    use super::{AccessFlags, Mtu};
     use crate::prelude::*;
+
+    #[test]
+    fn access_flags_are_the_cores_bits() {
+        let all = [
+            AccessFlags::LOCAL_WRITE,
+            AccessFlags::REMOTE_WRITE,
+            AccessFlags::REMOTE_READ,
+            AccessFlags::REMOTE_ATOMIC,
+        ];
+        for (i, f) in all.iter().enumerate() {
+            // IB_ACCESS_LOCAL_WRITE is bit 0, the remote rights the next three.
+            assert_eq!(f.bits(), 1 << i);
+            assert!(AccessFlags::from_raw(0xf).contains(*f));
+            assert!(!AccessFlags::from_raw(0xf & !f.bits()).contains(*f));
+        }
+        assert!(AccessFlags::default().contains(AccessFlags::default()));
+    }
 
     #[test]
     fn mtu_bytes_round_trip() {

@@ -5,7 +5,13 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{
-    attr::Mtu, cq::Cq, device::Device, object::CoreObject, ops::Driver, pd::Pd, udata::Udata,
+    attr::{AccessFlags, Mtu},
+    cq::Cq,
+    device::Device,
+    object::CoreObject,
+    ops::Driver,
+    pd::Pd,
+    udata::Udata,
 };
 use crate::{
     bindings, new_spinlock_bh,
@@ -121,6 +127,19 @@ impl QpType {
 }
 
 /// QP state (`enum ib_qp_state`).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::qp::QpState;
+///
+/// // A responder takes requests from RTR on; a requester sends from RTS on.
+/// assert!(QpState::Rtr.can_receive() && !QpState::Rtr.can_send());
+/// assert!(QpState::Rts.can_receive() && QpState::Rts.can_send());
+/// // Draining (SQD) finishes what was started; errors and a reset stop both.
+/// assert!(QpState::Sqd.can_send());
+/// assert!(!QpState::Err.can_receive() && !QpState::Reset.can_send());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u32)]
 pub enum QpState {
@@ -365,8 +384,8 @@ pub struct QpAttr {
     pub sq_psn: u32,
     /// Peer QP number.
     pub dest_qp_num: u32,
-    /// `IB_ACCESS_REMOTE_*` rights.
-    pub access_flags: u32,
+    /// The rights the QP's responder grants the peer.
+    pub access_flags: AccessFlags,
     /// Path to the peer.
     pub ah: AhAttr,
     /// P_Key index.
@@ -411,7 +430,7 @@ impl QpAttr {
         }
         if mask.has(AttrMask::ACCESS_FLAGS) {
             // CAST: A bit mask.
-            out.access_flags = a.qp_access_flags as u32;
+            out.access_flags = AccessFlags::from_raw(a.qp_access_flags as u32);
         }
         if mask.has(AttrMask::PATH_MTU) {
             out.path_mtu = Some(Mtu::from_raw(a.path_mtu)?);
@@ -448,8 +467,8 @@ impl QpAttr {
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
-        // CAST: A bit mask.
-        a.qp_access_flags = self.access_flags as c_int;
+        // CAST: A bit mask, as the core passed it.
+        a.qp_access_flags = self.access_flags.bits() as c_int;
         self.ah.write_to(&mut a.ah_attr, self.port);
         a.pkey_index = self.pkey_index;
         a.en_sqd_async_notify = self.en_sqd_async_notify;

@@ -63,10 +63,10 @@ pub struct UdDest<'a, T: Driver> {
 pub struct SendWr<'a, T: Driver> {
     /// Returned in the completion (for most consumers, a `struct ib_cqe` pointer).
     pub wr_id: u64,
-    /// `IB_WR_*`.
-    pub opcode: u32,
-    /// `IB_SEND_*`.
-    pub send_flags: u32,
+    /// What it asks for.
+    pub opcode: WrOpcode,
+    /// How it completes and is sent.
+    pub send_flags: SendFlags,
     /// Immediate data as the wire carries it.
     pub imm: u32,
     /// For UD and GSI QPs.
@@ -182,15 +182,138 @@ pub struct Wc {
 pub const WC_GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
 /// `IB_WC_WITH_IMM`.
 pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
-/// `IB_SEND_SIGNALED`: the WR completes with a completion entry.
-// CAST: `enum ib_send_flags` is signed (it holds bit 31); this bit is small and positive.
-pub const SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
-/// `IB_SEND_SOLICITED`: the receiver's solicited-only CQ notification fires.
-// CAST: As for `SEND_SIGNALED`.
-pub const SEND_SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
-/// `IB_SEND_INLINE`: the data sits in the WQE.
-// CAST: As for `SEND_SIGNALED`.
-pub const SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+/// What a kernel consumer's send WR asks for (`enum ib_wr_opcode`).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::wr::WrOpcode;
+///
+/// assert_eq!(WrOpcode::from_raw(2), Some(WrOpcode::Send));
+/// assert_eq!(WrOpcode::from_raw(0x20), Some(WrOpcode::RegMr));
+/// // Driver-private and unassigned codes are no opcode a provider is asked for.
+/// assert_eq!(WrOpcode::from_raw(240), None);
+/// assert_eq!(WrOpcode::from_raw(99), None);
+/// ```
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrOpcode {
+    /// RDMA WRITE.
+    RdmaWrite = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE,
+    /// RDMA WRITE with immediate data.
+    RdmaWriteWithImm = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+    /// SEND.
+    Send = bindings::ib_wr_opcode_IB_WR_SEND,
+    /// SEND with immediate data.
+    SendWithImm = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
+    /// RDMA READ.
+    RdmaRead = bindings::ib_wr_opcode_IB_WR_RDMA_READ,
+    /// Atomic compare and swap.
+    AtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+    /// Atomic fetch and add.
+    AtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+    /// Invalidates a local memory key.
+    LocalInv = bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
+    /// Binds a memory window.
+    BindMw = bindings::ib_wr_opcode_IB_WR_BIND_MW,
+    /// SEND that invalidates a remote key.
+    SendWithInv = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+    /// Large send offload (UD).
+    Lso = bindings::ib_wr_opcode_IB_WR_LSO,
+    /// RDMA READ that invalidates the local key afterwards.
+    RdmaReadWithInv = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
+    /// Masked atomic compare and swap.
+    MaskedAtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+    /// Masked atomic fetch and add.
+    MaskedAtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+    /// RDMA FLUSH.
+    Flush = bindings::ib_wr_opcode_IB_WR_FLUSH,
+    /// Atomic WRITE.
+    AtomicWrite = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE,
+    /// Fast registration of a memory region.
+    RegMr = bindings::ib_wr_opcode_IB_WR_REG_MR,
+    /// Fast registration with signature integrity.
+    RegMrIntegrity = bindings::ib_wr_opcode_IB_WR_REG_MR_INTEGRITY,
+}
+
+impl WrOpcode {
+    /// The opcode of a raw `ib_wr_opcode`; `None` for the driver-private range and values the
+    /// core does not define.
+    pub const fn from_raw(op: u32) -> Option<Self> {
+        const ALL: [WrOpcode; 18] = [
+            WrOpcode::RdmaWrite,
+            WrOpcode::RdmaWriteWithImm,
+            WrOpcode::Send,
+            WrOpcode::SendWithImm,
+            WrOpcode::RdmaRead,
+            WrOpcode::AtomicCmpAndSwp,
+            WrOpcode::AtomicFetchAndAdd,
+            WrOpcode::LocalInv,
+            WrOpcode::BindMw,
+            WrOpcode::SendWithInv,
+            WrOpcode::Lso,
+            WrOpcode::RdmaReadWithInv,
+            WrOpcode::MaskedAtomicCmpAndSwp,
+            WrOpcode::MaskedAtomicFetchAndAdd,
+            WrOpcode::Flush,
+            WrOpcode::AtomicWrite,
+            WrOpcode::RegMr,
+            WrOpcode::RegMrIntegrity,
+        ];
+        let mut i = 0;
+        while i < ALL.len() {
+            if ALL[i] as u32 == op {
+                return Some(ALL[i]);
+            }
+            i += 1;
+        }
+        None
+    }
+}
+
+/// `IB_SEND_*` flags of a send WR.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::rdma::wr::SendFlags;
+///
+/// let f = SendFlags::from_raw(SendFlags::SIGNALED.bits() | SendFlags::INLINE.bits());
+/// assert!(f.contains(SendFlags::SIGNALED));
+/// assert!(!f.contains(SendFlags::SOLICITED));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendFlags(u32);
+
+impl SendFlags {
+    /// `IB_SEND_FENCE`: waits for the RDMA READs and atomics before it.
+    // CAST: `enum ib_send_flags` is signed (it holds bit 31); these bits are small and positive.
+    pub const FENCE: Self = Self(bindings::ib_send_flags_IB_SEND_FENCE as u32);
+    /// `IB_SEND_SIGNALED`: the WR completes with a completion entry.
+    // CAST: As for `FENCE`.
+    pub const SIGNALED: Self = Self(bindings::ib_send_flags_IB_SEND_SIGNALED as u32);
+    /// `IB_SEND_SOLICITED`: the receiver's solicited-only CQ notification fires.
+    // CAST: As for `FENCE`.
+    pub const SOLICITED: Self = Self(bindings::ib_send_flags_IB_SEND_SOLICITED as u32);
+    /// `IB_SEND_INLINE`: the data sits in the WQE.
+    // CAST: As for `FENCE`.
+    pub const INLINE: Self = Self(bindings::ib_send_flags_IB_SEND_INLINE as u32);
+
+    /// Flags as the WR carries them (unknown bits kept).
+    pub const fn from_raw(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
 /// `IB_WC_WITH_NETWORK_HDR_TYPE`.
 pub const WC_WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 /// `RDMA_NETWORK_IPV4`.
@@ -265,7 +388,10 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
         // SAFETY: A valid list node; for UD and GSI QPs the node is the `wr` of an `ib_ud_wr`.
         let res = unsafe {
             let w = &*wr;
-            sges(w.sg_list, w.num_sge, lkey).and_then(|sges| {
+            // An opcode the core does not define is the consumer's mistake.
+            let opcode = WrOpcode::from_raw(w.opcode).ok_or(EINVAL);
+            opcode.and_then(|opcode| {
+                let sges = sges(w.sg_list, w.num_sge, lkey)?;
                 let dest = if ud {
                     let u = &*crate::container_of!(wr, bindings::ib_ud_wr, wr);
                     if u.ah.is_null() {
@@ -281,8 +407,9 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                 };
                 let send = SendWr {
                     wr_id: w.__bindgen_anon_1.wr_id,
-                    opcode: w.opcode,
-                    send_flags: w.send_flags as u32,
+                    opcode,
+                    // CAST: A bit mask.
+                    send_flags: SendFlags::from_raw(w.send_flags as u32),
                     imm: w.ex.imm_data,
                     ud: dest,
                     sges,
@@ -361,4 +488,36 @@ pub(crate) unsafe fn poll<T: Driver>(
     T::poll_cq(cq, &mut sink)?;
     // CAST: At most `num`.
     Ok(sink.len as c_int)
+}
+
+#[macros::kunit_tests(rust_rdma_wr)]
+mod tests {
+    use super::{SendFlags, WrOpcode};
+
+    #[test]
+    fn wr_opcodes_round_trip_and_unknown_ones_are_refused() {
+        let mut known = 0;
+        for raw in 0..=u8::MAX {
+            let raw = u32::from(raw);
+            if let Some(op) = WrOpcode::from_raw(raw) {
+                assert_eq!(op as u32, raw);
+                known += 1;
+            }
+        }
+        assert_eq!(known, 18);
+        assert_eq!(WrOpcode::from_raw(2), Some(WrOpcode::Send));
+        assert_eq!(WrOpcode::from_raw(0x20), Some(WrOpcode::RegMr));
+        // The driver-private range and the holes around it.
+        for raw in [16, 31, 34, 240, 249, 0x1_0002] {
+            assert_eq!(WrOpcode::from_raw(raw), None);
+        }
+    }
+
+    #[test]
+    fn send_flags_test_each_bit() {
+        let f = SendFlags::from_raw(SendFlags::SIGNALED.bits() | SendFlags::INLINE.bits());
+        assert!(f.contains(SendFlags::SIGNALED) && f.contains(SendFlags::INLINE));
+        assert!(!f.contains(SendFlags::SOLICITED) && !f.contains(SendFlags::FENCE));
+        assert_eq!(SendFlags::SIGNALED.bits(), 2);
+    }
 }

@@ -8,7 +8,7 @@ use crate::{
     ah::AhState,
     cq::FerroceCq,
     device::Ferroce,
-    proto::wqe::{Completion, WcOpcode, WcStatus, WrOpcode, SEND_SIGNALED, SEND_SOLICITED},
+    proto::wqe::{Completion, WcOpcode, WcStatus},
     qp::QpCtx,
     ud::send::{self, Datagram},
 };
@@ -17,7 +17,7 @@ use kernel::{
     prelude::*,
     rdma::{
         qp::{Qp, QpState},
-        wr::{RecvBuf, SendWr},
+        wr::{RecvBuf, SendFlags, SendWr, WrOpcode},
     },
     sync::{Arc, SpinLockIrq},
 };
@@ -54,10 +54,10 @@ impl KernelQueues {
     /// Queues a send; the QP's work transmits it. Does not sleep.
     pub(crate) fn post_send(&self, wr: &SendWr<'_, Ferroce>) -> Result {
         // What a UD QP sends.
-        let imm = match WrOpcode::from_raw(wr.opcode) {
-            Some(WrOpcode::Send) => None,
+        let imm = match wr.opcode {
+            WrOpcode::Send => None,
             // The WR holds the wire bytes in memory order.
-            Some(WrOpcode::SendWithImm) => Some(u32::from_be_bytes(wr.imm.to_ne_bytes())),
+            WrOpcode::SendWithImm => Some(u32::from_be_bytes(wr.imm.to_ne_bytes())),
             _ => return Err(EINVAL),
         };
         let ud = wr.ud.as_ref().ok_or(EINVAL)?;
@@ -66,8 +66,8 @@ impl KernelQueues {
         wr.gather(&mut payload)?;
         let send = KernelSend {
             wr_id: wr.wr_id,
-            signaled: wr.send_flags & SEND_SIGNALED != 0,
-            solicited: wr.send_flags & SEND_SOLICITED != 0,
+            signaled: wr.send_flags.contains(SendFlags::SIGNALED),
+            solicited: wr.send_flags.contains(SendFlags::SOLICITED),
             imm,
             ah: ud.ah.data().state(),
             remote_qpn: ud.remote_qpn & 0xff_ffff,

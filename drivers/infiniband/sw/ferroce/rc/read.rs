@@ -25,7 +25,10 @@ use crate::{
     rc::{self, path_mtu},
     sge,
 };
-use kernel::{prelude::*, rdma::qp::QpAttr};
+use kernel::{
+    prelude::*,
+    rdma::{attr::AccessFlags, qp::QpAttr},
+};
 
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
@@ -45,7 +48,12 @@ impl Reads {
 /// responses take.
 pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal> {
     let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-    if cx.inner.attr.access_flags & access::REMOTE_READ == 0 {
+    if !cx
+        .inner
+        .attr
+        .access_flags
+        .contains(AccessFlags::REMOTE_READ)
+    {
         return Err(Refusal::Access);
     }
     // IBA C9-94: no message is longer than the port's largest.

@@ -31,7 +31,10 @@ use crate::{
     rc::{self, path_mtu},
     sge,
 };
-use kernel::{prelude::*, rdma::qp::Qp};
+use kernel::{
+    prelude::*,
+    rdma::{attr::AccessFlags, qp::Qp},
+};
 
 /// The counter a refusal counts on an RC QP.
 fn refusal_counter(r: Refusal) -> Counter {
@@ -380,7 +383,12 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     };
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-        if cx.inner.attr.access_flags & access::REMOTE_WRITE == 0 {
+        if !cx
+            .inner
+            .attr
+            .access_flags
+            .contains(AccessFlags::REMOTE_WRITE)
+        {
             return Err(Refusal::Access);
         }
         cx.inner.resp.write = None;
