@@ -6,43 +6,45 @@
 
 use crate::{bindings, prelude::*};
 
-/// Access rights (`IB_ACCESS_*`) of a QP's responder or of a memory region.
-///
-/// # Examples
-///
-/// ```
-/// use kernel::rdma::attr::AccessFlags;
-///
-/// let qp = AccessFlags::from_raw(AccessFlags::REMOTE_WRITE.bits());
-/// assert!(qp.contains(AccessFlags::REMOTE_WRITE));
-/// assert!(!qp.contains(AccessFlags::REMOTE_READ));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AccessFlags(u32);
+crate::impl_flags!(
+    /// Access rights (`IB_ACCESS_*`) of a QP's responder or of a memory region. Bits the core
+    /// defines that have no [`Access`] here are kept as the core passed them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::rdma::attr::{Access, AccessFlags};
+    ///
+    /// let qp = AccessFlags::from_raw(Access::RemoteWrite as u32);
+    /// assert!(qp.contains(Access::RemoteWrite));
+    /// assert!(!qp.contains(Access::RemoteRead));
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AccessFlags(u32);
+
+    /// One `IB_ACCESS_*` right.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// Local writes (by the HCA into the region).
+        LocalWrite = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        /// RDMA WRITE from the peer.
+        RemoteWrite = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        /// RDMA READ from the peer.
+        RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        /// Atomics from the peer.
+        RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+    }
+);
 
 impl AccessFlags {
-    /// Local writes (by the HCA into the region).
-    pub const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
-    /// RDMA WRITE from the peer.
-    pub const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
-    /// RDMA READ from the peer.
-    pub const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
-    /// Atomics from the peer.
-    pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
-
-    /// Flags as the core passes them (unknown bits kept).
+    /// Flags as the core passes them.
     pub const fn from_raw(bits: u32) -> Self {
         Self(bits)
     }
 
-    /// The raw bits.
+    /// The raw bits, unknown ones included.
     pub const fn bits(self) -> u32 {
         self.0
-    }
-
-    /// Whether every right of `other` is granted.
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
     }
 }
 
@@ -362,24 +364,24 @@ pub mod uverbs_cmd {
 
 #[macros::kunit_tests(rust_rdma_attr)]
 mod tests {
-    use super::{AccessFlags, Mtu};
+    use super::{Access, AccessFlags, Mtu};
     use crate::prelude::*;
 
     #[test]
     fn access_flags_are_the_cores_bits() {
         let all = [
-            AccessFlags::LOCAL_WRITE,
-            AccessFlags::REMOTE_WRITE,
-            AccessFlags::REMOTE_READ,
-            AccessFlags::REMOTE_ATOMIC,
+            Access::LocalWrite,
+            Access::RemoteWrite,
+            Access::RemoteRead,
+            Access::RemoteAtomic,
         ];
         for (i, f) in all.iter().enumerate() {
             // IB_ACCESS_LOCAL_WRITE is bit 0, the remote rights the next three.
-            assert_eq!(f.bits(), 1 << i);
+            assert_eq!(*f as u32, 1 << i);
             assert!(AccessFlags::from_raw(0xf).contains(*f));
-            assert!(!AccessFlags::from_raw(0xf & !f.bits()).contains(*f));
+            assert!(!AccessFlags::from_raw(0xf & !(*f as u32)).contains(*f));
         }
-        assert!(AccessFlags::default().contains(AccessFlags::default()));
+        assert_eq!(AccessFlags::all_bits(), 0xf);
     }
 
     #[test]

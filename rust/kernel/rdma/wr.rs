@@ -271,49 +271,48 @@ impl WrOpcode {
     }
 }
 
-/// `IB_SEND_*` flags of a send WR.
-///
-/// # Examples
-///
-/// ```
-/// use kernel::rdma::wr::SendFlags;
-///
-/// let f = SendFlags::from_raw(SendFlags::SIGNALED.bits() | SendFlags::INLINE.bits());
-/// assert!(f.contains(SendFlags::SIGNALED));
-/// assert!(!f.contains(SendFlags::SOLICITED));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SendFlags(u32);
+crate::impl_flags!(
+    /// `IB_SEND_*` flags of a send WR. Bits the core defines that have no [`SendFlag`] here are
+    /// kept as the WR carries them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::rdma::wr::{SendFlag, SendFlags};
+    ///
+    /// let f = SendFlags::from_raw(SendFlag::Signaled as u32 | SendFlag::Inline as u32);
+    /// assert!(f.contains(SendFlag::Signaled));
+    /// assert!(!f.contains(SendFlag::Solicited));
+    /// assert_eq!(f, SendFlag::Signaled | SendFlag::Inline);
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SendFlags(u32);
+
+    /// One `IB_SEND_*` flag.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SendFlag {
+        /// `IB_SEND_FENCE`: waits for the RDMA READs and atomics before it.
+        // CAST: `enum ib_send_flags` is signed (it holds bit 31); these bits are small.
+        Fence = bindings::ib_send_flags_IB_SEND_FENCE as u32,
+        /// `IB_SEND_SIGNALED`: the WR completes with a completion entry.
+        // CAST: As for `Fence`.
+        Signaled = bindings::ib_send_flags_IB_SEND_SIGNALED as u32,
+        /// `IB_SEND_SOLICITED`: the receiver's solicited-only CQ notification fires.
+        // CAST: As for `Fence`.
+        Solicited = bindings::ib_send_flags_IB_SEND_SOLICITED as u32,
+        /// `IB_SEND_INLINE`: the data sits in the WQE.
+        // CAST: As for `Fence`.
+        Inline = bindings::ib_send_flags_IB_SEND_INLINE as u32,
+    }
+);
 
 impl SendFlags {
-    /// `IB_SEND_FENCE`: waits for the RDMA READs and atomics before it.
-    // CAST: `enum ib_send_flags` is signed (it holds bit 31); these bits are small and positive.
-    pub const FENCE: Self = Self(bindings::ib_send_flags_IB_SEND_FENCE as u32);
-    /// `IB_SEND_SIGNALED`: the WR completes with a completion entry.
-    // CAST: As for `FENCE`.
-    pub const SIGNALED: Self = Self(bindings::ib_send_flags_IB_SEND_SIGNALED as u32);
-    /// `IB_SEND_SOLICITED`: the receiver's solicited-only CQ notification fires.
-    // CAST: As for `FENCE`.
-    pub const SOLICITED: Self = Self(bindings::ib_send_flags_IB_SEND_SOLICITED as u32);
-    /// `IB_SEND_INLINE`: the data sits in the WQE.
-    // CAST: As for `FENCE`.
-    pub const INLINE: Self = Self(bindings::ib_send_flags_IB_SEND_INLINE as u32);
-
-    /// Flags as the WR carries them (unknown bits kept).
+    /// Flags as the WR carries them.
     pub const fn from_raw(bits: u32) -> Self {
         Self(bits)
     }
-
-    /// The raw bits.
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// Whether every flag of `other` is set.
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
 }
+
 /// `IB_WC_WITH_NETWORK_HDR_TYPE`.
 pub const WC_WITH_NETWORK_HDR_TYPE: u32 = bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 /// `RDMA_NETWORK_IPV4`.
@@ -492,7 +491,7 @@ pub(crate) unsafe fn poll<T: Driver>(
 
 #[macros::kunit_tests(rust_rdma_wr)]
 mod tests {
-    use super::{SendFlags, WrOpcode};
+    use super::{SendFlag, SendFlags, WrOpcode};
 
     #[test]
     fn wr_opcodes_round_trip_and_unknown_ones_are_refused() {
@@ -515,9 +514,11 @@ mod tests {
 
     #[test]
     fn send_flags_test_each_bit() {
-        let f = SendFlags::from_raw(SendFlags::SIGNALED.bits() | SendFlags::INLINE.bits());
-        assert!(f.contains(SendFlags::SIGNALED) && f.contains(SendFlags::INLINE));
-        assert!(!f.contains(SendFlags::SOLICITED) && !f.contains(SendFlags::FENCE));
-        assert_eq!(SendFlags::SIGNALED.bits(), 2);
+        let f = SendFlags::from_raw(SendFlag::Signaled as u32 | SendFlag::Inline as u32);
+        assert!(f.contains(SendFlag::Signaled) && f.contains(SendFlag::Inline));
+        assert!(!f.contains(SendFlag::Solicited) && !f.contains(SendFlag::Fence));
+        assert_eq!(SendFlag::Signaled as u32, 2);
+        // A bit the enum does not name is kept, and tests as set.
+        assert_eq!(u32::from(SendFlags::from_raw(1 << 4)), 1 << 4);
     }
 }

@@ -214,22 +214,7 @@ pub fn fuzz_rc(data: &[u8]) {
                 let n = 1 + arg % 40;
                 e.push(Entry::new(kind, w.assign(n), n));
             }
-            1 => {
-                let mut budget = arg;
-                while w.may_send() && budget > 0 {
-                    let Some((idx, i)) = w.next_to_send(&e) else {
-                        w.skip_to_end();
-                        break;
-                    };
-                    let next = if e[idx].kind() == Kind::Read {
-                        e[idx].end()
-                    } else {
-                        e[idx].first().add(i + 1)
-                    };
-                    w.sent(next);
-                    budget -= 1;
-                }
-            }
+            1 => w.send_allowed(&e, arg),
             2 if w.place_ack(near) == Place::Current => w.ack(&mut e, near),
             3 if w.place(near) == Place::Current => w.nak(&mut e, near),
             4 if w.place(near) == Place::Current => {

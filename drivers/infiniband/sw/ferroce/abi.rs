@@ -7,7 +7,7 @@
 use crate::proto::{ring, wqe};
 use core::mem::{offset_of, size_of};
 use kernel::{
-    rdma::{attr::AccessFlags, wr},
+    rdma::{attr::Access, wr},
     uapi::{self, ib_uverbs_wc, rxe_av, rxe_queue_buf, rxe_recv_wqe, rxe_send_wqe, rxe_sge},
 };
 use wqe::{access, WcOpcode, WrOpcode};
@@ -91,10 +91,10 @@ const _: () = {
             == uapi::ib_uverbs_access_flags_IB_UVERBS_ACCESS_REMOTE_ATOMIC as u64
     );
     // The MR table checks the same bits for user and kernel regions and QP rights.
-    assert!(access::LOCAL_WRITE == AccessFlags::LOCAL_WRITE.bits());
-    assert!(access::REMOTE_WRITE == AccessFlags::REMOTE_WRITE.bits());
-    assert!(access::REMOTE_READ == AccessFlags::REMOTE_READ.bits());
-    assert!(access::REMOTE_ATOMIC == AccessFlags::REMOTE_ATOMIC.bits());
+    assert!(access::LOCAL_WRITE == Access::LocalWrite as u32);
+    assert!(access::REMOTE_WRITE == Access::RemoteWrite as u32);
+    assert!(access::REMOTE_READ == Access::RemoteRead as u32);
+    assert!(access::REMOTE_ATOMIC == Access::RemoteAtomic as u32);
     // One per `enum ib_uverbs_wr_opcode` value, in order: ALL[i] is value i.
     let wr_opcodes = [
         uapi::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE as u64,
@@ -121,9 +121,9 @@ const _: () = {
         i += 1;
     }
     // librxe writes IBV_SEND_* and reads IBV_WC_* flags, whose values are the kernel's.
-    assert!(wqe::SEND_SIGNALED == wr::SendFlags::SIGNALED.bits());
-    assert!(wqe::SEND_SOLICITED == wr::SendFlags::SOLICITED.bits());
-    assert!(wqe::SEND_INLINE == wr::SendFlags::INLINE.bits());
+    assert!(wqe::SEND_SIGNALED == wr::SendFlag::Signaled as u32);
+    assert!(wqe::SEND_SOLICITED == wr::SendFlag::Solicited as u32);
+    assert!(wqe::SEND_INLINE == wr::SendFlag::Inline as u32);
     assert!(wqe::WC_GRH == wr::WC_GRH);
     assert!(wqe::WC_WITH_IMM == wr::WC_WITH_IMM);
     assert!(wqe::NETWORK_IPV4 as u64 == uapi::RXE_NETWORK_TYPE_IPV4 as u64);

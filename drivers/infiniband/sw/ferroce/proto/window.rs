@@ -411,6 +411,26 @@ impl Window {
         self.sent(self.end);
     }
 
+    /// Marks as sent what the window allows, at most `budget` packets (a READ request counts
+    /// one), as the requester's send loop does; for the tests and fuzzers, which send nothing.
+    #[cfg(ferroce_host)]
+    pub(crate) fn send_allowed(&mut self, entries: &[Entry], mut budget: u32) {
+        while self.may_send() && budget > 0 {
+            let Some((idx, i)) = self.next_to_send(entries) else {
+                self.skip_to_end();
+                break;
+            };
+            let e = &entries[idx];
+            let next = if e.kind == Kind::Read {
+                e.end()
+            } else {
+                e.first.add(i + 1)
+            };
+            self.sent(next);
+            budget -= 1;
+        }
+    }
+
     /// Where an ACK's PSN (the last one it answers) lies.
     pub(crate) fn place_ack(&self, psn: Psn) -> Place {
         if psn.diff(self.sent_end) >= 0 {
@@ -1135,18 +1155,7 @@ mod tests {
                         e.push(Entry::new(kind, w.assign(n), n));
                     }
                     1 => {
-                        while w.may_send() {
-                            let Some((idx, i)) = w.next_to_send(&e) else {
-                                w.skip_to_end();
-                                break;
-                            };
-                            let next = if e[idx].kind() == Kind::Read {
-                                e[idx].end()
-                            } else {
-                                e[idx].first().add(i + 1)
-                            };
-                            w.sent(next);
-                        }
+                        w.send_allowed(&e, u32::MAX);
                     }
                     2 | 3 => {
                         // Any PSN near the window, answered by any kind of response.

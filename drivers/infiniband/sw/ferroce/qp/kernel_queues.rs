@@ -17,7 +17,7 @@ use kernel::{
     prelude::*,
     rdma::{
         qp::{Qp, QpState},
-        wr::{RecvBuf, SendFlags, SendWr, WrOpcode},
+        wr::{RecvBuf, SendFlag, SendWr, WrOpcode},
     },
     sync::{Arc, SpinLockIrq},
 };
@@ -66,8 +66,8 @@ impl KernelQueues {
         wr.gather(&mut payload)?;
         let send = KernelSend {
             wr_id: wr.wr_id,
-            signaled: wr.send_flags.contains(SendFlags::SIGNALED),
-            solicited: wr.send_flags.contains(SendFlags::SOLICITED),
+            signaled: wr.send_flags.contains(SendFlag::Signaled),
+            solicited: wr.send_flags.contains(SendFlag::Solicited),
             imm,
             ah: ud.ah.data().state(),
             remote_qpn: ud.remote_qpn & 0xff_ffff,

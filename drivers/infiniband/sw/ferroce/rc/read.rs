@@ -22,12 +22,15 @@ use crate::{
         wqe::access,
     },
     qp::{QpCtx, QpInner},
-    rc::{self, path_mtu},
+    rc::{
+        self, path_mtu,
+        resp::{check_range, granted},
+    },
     sge,
 };
 use kernel::{
     prelude::*,
-    rdma::{attr::AccessFlags, qp::QpAttr},
+    rdma::{attr::Access, qp::QpAttr},
 };
 
 /// Read response packets built in one hold of the QP's lock.
@@ -48,40 +51,22 @@ impl Reads {
 /// responses take.
 pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal> {
     let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-    if !cx
-        .inner
-        .attr
-        .access_flags
-        .contains(AccessFlags::REMOTE_READ)
-    {
-        return Err(Refusal::Access);
-    }
+    granted(cx, Access::RemoteRead)?;
     // IBA C9-94: no message is longer than the port's largest.
     if reth.dma_len > MAX_MSG_SIZE {
         return Err(Refusal::Invalid);
     }
-    let granted = cx.inner.attr.max_dest_rd_atomic;
+    let max_reads = cx.inner.attr.max_dest_rd_atomic;
     let reads = &cx.inner.resp.reads.0;
     // The requester may have no more READs outstanding than it was granted.
-    if !admits(reads.iter().filter(|r| r.answering()).count(), granted) {
+    if !admits(reads.iter().filter(|r| r.answering()).count(), max_reads) {
         return Err(Refusal::Invalid);
     }
     let mtu = path_mtu(cx);
-    // A zero-length READ names no memory.
-    if reth.dma_len != 0 {
-        sge::remote(
-            &cx.dev().mrs,
-            cx.shared.pd,
-            reth.rkey,
-            reth.va,
-            reth.dma_len,
-            access::REMOTE_READ,
-        )
-        .ok_or(Refusal::Access)?;
-    }
+    check_range(cx, &reth, access::REMOTE_READ)?;
     let reads = &mut cx.inner.resp.reads.0;
     // Room for it: the oldest answered one goes.
-    if reads.len() >= usize::from(granted) {
+    if reads.len() >= usize::from(max_reads) {
         if let Some(i) = reads.iter().position(|r| !r.answering()) {
             reads.remove(i).map_err(|_| Refusal::NotReady)?;
         }

@@ -19,7 +19,7 @@ use crate::{
     proto::{
         aeth::{Nak, Syndrome},
         opcode::{OpKind, Opcode},
-        packet::{Aeth, ExtHeaders},
+        packet::{Aeth, ExtHeaders, Reth},
         psn::Psn,
         responder::{request_fits, Refusal, Sequence, Sequencer, UcStep, UnderWay},
         wqe::{
@@ -33,8 +33,29 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    rdma::{attr::AccessFlags, qp::Qp},
+    rdma::{attr::Access, qp::Qp},
 };
+
+/// `Refusal::Access` unless the QP grants its peer `right`.
+pub(super) fn granted(cx: &QpCtx<'_>, right: Access) -> Result<(), Refusal> {
+    if cx.inner.attr.access_flags.contains(right) {
+        Ok(())
+    } else {
+        Err(Refusal::Access)
+    }
+}
+
+/// `Refusal::Access` unless the region `reth` names is of the QP's PD, grants `right` and holds
+/// the whole range; a zero-length request names no memory.
+pub(super) fn check_range(cx: &QpCtx<'_>, reth: &Reth, right: u32) -> Result<(), Refusal> {
+    if reth.dma_len == 0 {
+        return Ok(());
+    }
+    let mrs = &cx.dev().mrs;
+    sge::remote(mrs, cx.shared.pd, reth.rkey, reth.va, reth.dma_len, right)
+        .map(|_| ())
+        .ok_or(Refusal::Access)
+}
 
 /// The counter a refusal counts on an RC QP.
 fn refusal_counter(r: Refusal) -> Counter {
@@ -383,27 +404,11 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     };
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
-        if !cx
-            .inner
-            .attr
-            .access_flags
-            .contains(AccessFlags::REMOTE_WRITE)
-        {
-            return Err(Refusal::Access);
-        }
+        granted(cx, Access::RemoteWrite)?;
         cx.inner.resp.write = None;
-        // A zero-length write names no memory.
+        // The whole range is checked now, so a bad one is refused before any byte lands.
+        check_range(cx, &reth, access::REMOTE_WRITE)?;
         if reth.dma_len != 0 {
-            // The whole range is checked now, so a bad one is refused before any byte lands.
-            sge::remote(
-                &cx.dev().mrs,
-                cx.shared.pd,
-                reth.rkey,
-                reth.va,
-                reth.dma_len,
-                access::REMOTE_WRITE,
-            )
-            .ok_or(Refusal::Access)?;
             cx.inner.resp.write = Some(Writing {
                 rkey: reth.rkey,
                 va: reth.va,
