@@ -31,23 +31,40 @@ unload_after() {
 		record fail "$1" "$2/unload (rdma_rxe still loaded after it: $(lsmod | awk '$1 == "rdma_rxe" {print "refcount " $3}'))"
 }
 
-# KUnit: the abstractions' suites ran at boot, the driver's run when the module loads; debugfs
-# keeps their KTAP results.
+# The doc examples of our files under rust/kernel, as the kernel names their KUnit cases:
+# rust/kernel/rdma/attr.rs's are rust_doctest_kernel_rdma_attr_rs_N.
+our_doctests=$(cd "$here/.." && find rust/kernel -name '*.rs' | sed 's|^rust/kernel/||; s|[/.]|_|g' |
+	sort | paste -sd'|')
+
+# KUnit: the abstractions' suites and the kernel crate's doc examples ran at boot, the driver's
+# run when the module loads; debugfs keeps their KTAP results. Of the doc examples only ours
+# count (the rest are the kernel's own).
 kunit() {
 	modprobe rdma_rxe || { record fail kunit "ferroce_proto/modprobe"; return; }
-	local f suite line
+	local f suite line name ours
 	for f in /sys/kernel/debug/kunit/*/results; do
 		suite=$(basename "$(dirname "$f")")
-		case $suite in ferroce_* | rust_rdma_* | rust_net_*) ;; *) continue ;; esac
-		echo "# KUnit $suite:"; sed 's/^/#   /' "$f"
+		case $suite in
+		ferroce_* | rust_rdma_* | rust_net_*) ours='' ;;
+		rust_doctests_kernel) ours="^rust_doctest_kernel_($our_doctests)_[0-9]+\$" ;;
+		*) continue ;;
+		esac
+		echo "# KUnit $suite:"
+		[ -n "$ours" ] || sed 's/^/#   /' "$f"
 		# Test cases are the indented result lines; the suite's own line is not counted.
 		while read -r line; do
 			case "$line" in
-			"ok "*"# SKIP"*) record skip kunit "$suite/$(echo "$line" | awk '{print $3}')" ;;
-			"ok "*) record pass kunit "$suite/$(echo "$line" | awk '{print $3}')" ;;
-			"not ok "*) record fail kunit "$suite/$(echo "$line" | awk '{print $4}')" ;;
+			"not ok "*) name=$(echo "$line" | awk '{print $4}') ;;
+			*) name=$(echo "$line" | awk '{print $3}') ;;
 			esac
-		done < <(grep -E '^[[:space:]]+(not )?ok [0-9]+ ' "$f")
+			[ -z "$ours" ] || [[ $name =~ $ours ]] || continue
+			[ -z "$ours" ] || echo "#   $line"
+			case "$line" in
+			"ok "*"# SKIP"*) record skip kunit "$suite/$name" ;;
+			"ok "*) record pass kunit "$suite/$name" ;;
+			"not ok "*) record fail kunit "$suite/$name" ;;
+			esac
+		done < <(grep -E '^[[:space:]]+(not )?ok [0-9]+ ' "$f" | sed 's/^[[:space:]]*//')
 	done
 	unload_after kunit ferroce_proto
 }

@@ -5,11 +5,12 @@
 use crate::proto::{
     bth::Bth,
     icrc,
+    opcode::Position,
     opcode::{ExtHdr, OpInfo, Opcode},
     packet::{self, Aeth, AtomicAckEth, AtomicEth, Deth, DropReason, ExtHeaders, Ieth, Reth},
     psn::Psn,
     read::ReadResource,
-    responder::{Sequence, Sequencer},
+    responder::{request_fits, Refusal, Sequence, Sequencer, UcStep, UnderWay},
     window::{Entry, Kind, Place, ReadOutcome, Window},
     wqe::WcStatus,
 };
@@ -180,35 +181,43 @@ pub fn fuzz_parse(data: &[u8]) -> Result<usize, &'static str> {
 }
 
 /// Drives the RC engine's decisions with events taken from `data`, as a peer that crafts packets
-/// (any PSN, any syndrome, any READ key) and a local process that posts any WQEs could make them
-/// see, and panics if an invariant breaks: the requester's window keeps `una <= nxt <= end` and
-/// never counts more done than a WQE holds, whatever answers come; the responder's sequencer
-/// NAKs a gap once; a READ resource never answers past its length or its resend budget.
+/// (any PSN, any syndrome, any READ length, MTU and key) and a local process that posts any WQEs
+/// could make them see, and panics if an invariant breaks: the requester's window keeps
+/// `una <= nxt <= end` and never counts more done than a WQE holds, whatever answers come; the
+/// responder's sequencer NAKs each RC gap once and drops a UC message from its gap to the next
+/// first packet; a READ resource never answers outside its range, its PSNs or its resend budget.
 pub fn fuzz_rc(data: &[u8]) {
     let mut bytes = data.iter().copied();
-    let mut next = || bytes.next();
-    let start = u32::from_le_bytes([
-        next().unwrap_or(0),
-        next().unwrap_or(0),
-        next().unwrap_or(0),
-        0,
-    ]);
-    let mut w = Window::starting_at(Psn::new(start));
+    let mut next = || bytes.next().unwrap_or(0);
+    let start = Psn::new(u32::from_le_bytes([next(), next(), next(), 0]));
+    let mut w = Window::starting_at(start);
     let mut e: Vec<Entry> = Vec::new();
+    // The responder: the sequencer, and what it must say.
     let mut seq = Sequencer::default();
-    let mut expected = Psn::new(start);
+    let mut expected = start;
+    let mut gap_naked = false;
+    let mut uc_lost = false;
+    // A READ of any length up to 2^31 bytes, any MTU, any key.
+    let read_len = u32::from_le_bytes([next(), next(), next(), next()]) & 0x7fff_ffff;
+    let mtu = 256u32 << (next() % 5);
+    let rkey = u32::from(next());
     let reth = Reth {
-        va: 0x1000,
-        rkey: 7,
-        dma_len: 5000,
+        va: 0xffff_0000_0000,
+        rkey,
+        dma_len: read_len,
     };
-    let mut read = ReadResource::new(Psn::new(start), reth, 1024, 1, 0);
+    let mut read = ReadResource::new(start, reth, mtu, 1, 0);
+    let npkts = u64::from(read.npkts());
+    assert_eq!(npkts, u64::from(read_len.div_ceil(mtu).max(1)));
     let mut read_sent = 0u64;
-    while let (Some(op), Some(arg)) = (next(), next()) {
-        let arg = u32::from(arg);
+    while !data.is_empty() {
+        let (op, arg) = (next(), u32::from(next()));
+        if op == 0 && arg == 0 {
+            break;
+        }
         // A PSN near the window: up to 64 before `una` to 191 after it.
         let near = w.una().add(arg).add(Psn::MASK - 63);
-        match op % 12 {
+        match op % 14 {
             0 if e.len() < 32 => {
                 let kind = [Kind::Send, Kind::Write, Kind::Read][(arg % 3) as usize];
                 let n = 1 + arg % 40;
@@ -221,6 +230,9 @@ pub fn fuzz_rc(data: &[u8]) {
                 if let ReadOutcome::Next { idx, index } = w.read_response(&mut e, near) {
                     w.read_landed(&mut e, idx, index);
                 }
+            }
+            5 if arg & 1 == 1 => {
+                w.fail_oldest(&mut e, WcStatus::RetryExcErr);
             }
             5 if w.place(near) == Place::Current => {
                 w.fail_at(&mut e, near, WcStatus::RemOpErr);
@@ -241,28 +253,89 @@ pub fn fuzz_rc(data: &[u8]) {
             }
             9 => {
                 let psn = expected.add(arg).add(Psn::MASK - 127);
-                let before = psn.diff(expected);
+                let d = psn.diff(expected);
                 match seq.rc(psn, expected) {
                     Sequence::Expected => {
-                        assert_eq!(before, 0);
+                        assert_eq!(d, 0);
+                        gap_naked = false;
                         expected = expected.add(1 + arg % 3);
                     }
-                    Sequence::Duplicate => assert!(before < 0),
-                    Sequence::Ahead { .. } => assert!(before > 0),
+                    Sequence::Duplicate => assert!(d < 0),
+                    Sequence::Ahead { nak } => {
+                        assert!(d > 0);
+                        assert_eq!(nak, !gap_naked, "a gap is NAKed once");
+                        gap_naked = true;
+                    }
                 }
             }
             10 => {
-                let psn = Psn::new(start).add(arg % 8).add(Psn::MASK - 1);
-                read.rewind(psn, 7 - (arg >> 7));
+                let psn = expected.add(arg % 4).add(Psn::MASK);
+                let pos = [
+                    Position::First,
+                    Position::Middle,
+                    Position::Last,
+                    Position::Only,
+                ][(arg >> 2 & 3) as usize];
+                if arg & 0x80 != 0 {
+                    seq.lose_message();
+                    uc_lost = true;
+                }
+                let (step, gap) = seq.uc(psn, expected, pos);
+                assert_eq!(gap, psn != expected);
+                uc_lost |= gap;
+                let want = if pos.starts() {
+                    uc_lost = false;
+                    UcStep::Start
+                } else if uc_lost {
+                    UcStep::Skip
+                } else {
+                    UcStep::Continue
+                };
+                assert_eq!(step, want);
+                expected = psn.add(1);
+            }
+            11 => {
+                let under =
+                    [UnderWay::Nothing, UnderWay::Send, UnderWay::Write][(arg % 3) as usize];
+                let pos = Position::of(arg >> 2 & 3, 3 + (arg >> 4 & 1));
+                let len = (arg as usize) << 4;
+                if request_fits(under, arg & 2 != 0, pos, len, mtu) {
+                    assert_eq!(pos.starts(), under == UnderWay::Nothing);
+                    assert!(len <= mtu as usize && (pos.ends() || len == mtu as usize));
+                }
+                let r = [
+                    Refusal::NotReady,
+                    Refusal::NoMem,
+                    Refusal::Invalid,
+                    Refusal::Access,
+                ][(arg % 4) as usize];
+                assert!(!r.syndrome(arg as u8 & 0x1f).is_ack());
+                assert_eq!(
+                    r.fails_qp(),
+                    matches!(r, Refusal::Invalid | Refusal::Access)
+                );
+            }
+            12 => {
+                // A duplicate READ request, from anywhere near the READ, with any key.
+                let psn = start.add(arg.wrapping_mul(37) % 64).add(Psn::MASK - 8);
+                let key = if arg & 1 == 0 { rkey } else { arg };
+                let ours = read.rewind(psn, key);
+                let i = psn.diff(start);
+                assert_eq!(ours, key == rkey && i >= 0 && u64::from(i as u32) < npkts);
             }
             _ => {
-                for _ in 0..arg % 8 {
+                for _ in 0..arg % 16 {
                     let Some(r) = read.next_response() else {
                         break;
                     };
-                    assert!(r.len <= 1024 && u64::from(r.len) + r.va <= 0x1000 + 5000);
-                    assert!(r.psn.diff(Psn::new(start)) >= 0);
-                    assert!(r.psn.diff(Psn::new(start)) < 5);
+                    let i = r.psn.diff(start);
+                    assert!(
+                        i >= 0 && u64::from(i as u32) < npkts,
+                        "a response outside the READ"
+                    );
+                    assert!(r.len <= mtu, "a response longer than the MTU");
+                    assert!(r.va >= reth.va);
+                    assert!(r.va - reth.va + u64::from(r.len) <= u64::from(read_len));
                     read.sent();
                     read_sent += 1;
                 }
@@ -277,6 +350,9 @@ pub fn fuzz_rc(data: &[u8]) {
             }
         }
     }
-    // 5 responses, each sent at most once plus 8 times again, plus the slack.
-    assert!(read_sent <= 5 + 5 * 8 + 1024, "READ resent past its budget");
+    // Each response sent once, plus at most 8 times over again, plus the slack.
+    assert!(
+        read_sent <= npkts + npkts * 8 + 1024,
+        "READ resent past its budget"
+    );
 }

@@ -138,9 +138,11 @@ fn rc_engine_survives_random_event_scripts() {
         fuzz_rc(&script[..len]);
     }
     // A peer replaying one READ request: its responses again and again, until the budget.
-    let replay: Vec<u8> = [0u8, 0, 0]
+    // Its header: PSN 0, a READ of 5000 bytes, MTU 1024, rkey 21; then (rewind to the first
+    // response with key 21, send up to 15 responses), again and again.
+    let replay: Vec<u8> = [0u8, 0, 0, 0x88, 0x13, 0, 0, 2, 21]
         .into_iter()
-        .chain([10u8, 2, 11, 7].repeat(3000))
+        .chain([12u8, 21, 13, 15].repeat(3000))
         .collect();
     fuzz_rc(&replay);
     // Near the wrap and at zero, with the same scripts.

@@ -68,7 +68,7 @@ impl Position {
 
     /// Where packet `index` of a message of `count` packets sits.
     pub(crate) const fn of(index: u32, count: u32) -> Self {
-        match (index == 0, index + 1 >= count) {
+        match (index == 0, index >= count.saturating_sub(1)) {
             (true, true) => Self::Only,
             (true, false) => Self::First,
             (false, true) => Self::Last,

@@ -494,6 +494,20 @@ impl Window {
         }
     }
 
+    /// The retries ran out: the oldest WQE still pending fails with `status` (the QP then
+    /// goes to the error state, which flushes the rest). Returns whether one did.
+    pub(crate) fn fail_oldest(&mut self, entries: &mut [impl Started], status: WcStatus) -> bool {
+        let hit = entries
+            .iter_mut()
+            .map(Started::entry_mut)
+            .find(|e| e.pending());
+        let failed = hit.is_some();
+        if let Some(e) = hit {
+            e.fail(status);
+        }
+        failed
+    }
+
     /// A NAK that fails the request at `psn` (invalid request, remote access, remote
     /// operational error): what came before was answered, the WQE holding `psn` fails.
     /// Returns whether one did.
@@ -698,6 +712,22 @@ mod tests {
         e[0].fail(WcStatus::RemOpErr);
         assert!(!e[0].asking());
         assert_eq!(e[0].take_ask(), None);
+    }
+
+    #[test]
+    fn retries_run_out_on_the_oldest_pending_wqe_only() {
+        let (mut w, mut e) = sent(
+            Psn::MASK,
+            &[(Kind::Send, 1), (Kind::Write, 2), (Kind::Read, 1)],
+        );
+        w.ack(&mut e, psn(Psn::MASK));
+        assert!(e[0].finished() && e[0].status() == WcStatus::Success);
+        assert!(w.fail_oldest(&mut e, WcStatus::RetryExcErr));
+        assert_eq!(e[1].status(), WcStatus::RetryExcErr);
+        assert!(e[1].finished() && e[2].pending());
+        // Nothing pending: nothing fails.
+        let mut none: [Entry; 0] = [];
+        assert!(!w.fail_oldest(&mut none, WcStatus::RetryExcErr));
     }
 
     #[test]

@@ -152,12 +152,11 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     }
 }
 
-/// The oldest unfinished WQE failed with `status`; no more start.
+/// The retries ran out: the oldest unfinished WQE fails with `status`; no more start.
 fn fail_front(inner: &mut QpInner, status: WcStatus) {
-    if let Some(sent) = inner.req.flight.iter_mut().find(|s| s.entry.pending()) {
-        sent.entry.fail(status);
-    }
-    inner.req.stopped = true;
+    let req = &mut inner.req;
+    req.win.fail_oldest(&mut req.flight, status);
+    req.stopped = true;
 }
 
 /// Takes an ACK, NAK or read response for this QP's requests.

@@ -53,7 +53,7 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
         let mut psn = cx.inner.attr.sq_psn;
         let done = send_ud(cx.qp, &ud, &wqe, &mut psn);
         cx.inner.attr.sq_psn = psn;
-        // Only the cx.shared copy of the index can fail to be written; the kernel's moved on.
+        // Only the shared copy of the index can fail to be written; the kernel's moved on.
         let _ = cx.shared.sq.advance(&mut cx.inner.sq_cons);
         if let Some(c) = done {
             // A full CQ loses the completion: its consumer fell behind.
