@@ -48,6 +48,19 @@ impl AccessFlags {
     }
 }
 
+/// What a device's RDMA atomics are atomic against (`enum ib_atomic_cap`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AtomicCap {
+    /// No atomics.
+    #[default]
+    None = bindings::ib_atomic_cap_IB_ATOMIC_NONE,
+    /// Atomic against other atomics through this device.
+    Hca = bindings::ib_atomic_cap_IB_ATOMIC_HCA,
+    /// Atomic against everything, CPU accesses included.
+    Glob = bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
+}
+
 /// IB MTU (`enum ib_mtu`): the payload size of one RoCE packet.
 ///
 /// # Examples
@@ -168,6 +181,8 @@ pub struct DeviceAttrs {
     pub max_mr: u32,
     /// Protection domains.
     pub max_pd: u32,
+    /// What atomics are atomic against.
+    pub atomic_cap: AtomicCap,
     /// Outstanding RDMA READ/atomic requests a QP can receive.
     pub max_qp_rd_atom: u32,
     /// Outstanding RDMA READ/atomic requests the device can receive in total.
@@ -218,6 +233,7 @@ impl DeviceAttrs {
         a.max_cqe = self.max_cqe;
         a.max_mr = self.max_mr;
         a.max_pd = self.max_pd;
+        a.atomic_cap = self.atomic_cap as u32;
         a.max_qp_rd_atom = self.max_qp_rd_atom;
         a.max_res_rd_atom = self.max_res_rd_atom;
         a.max_qp_init_rd_atom = self.max_qp_init_rd_atom;

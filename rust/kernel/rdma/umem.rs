@@ -7,7 +7,7 @@
 
 use super::{device::Device, ops::Driver};
 use crate::{bindings, error::from_err_ptr, prelude::*};
-use core::ptr::NonNull;
+use core::{ptr::NonNull, sync::atomic::AtomicU64};
 
 /// User pages pinned for the life of a memory region.
 ///
@@ -111,6 +111,43 @@ impl UserMem {
             done += n;
         }
         Ok(())
+    }
+
+    /// Runs `f` on the 8 bytes at `offset` as one atomic 64-bit word, for an RDMA atomic:
+    /// `EINVAL` unless they lie in the region and are 8-byte aligned in memory (so within one
+    /// page). Concurrent atomics on the word, from any CPU, are serialised by the hardware.
+    ///
+    /// # Examples
+    ///
+    /// A responder's fetch and add (`mem` a region, `at` an offset a peer named):
+    ///
+    /// ```ignore
+    /// use core::sync::atomic::Ordering;
+    ///
+    /// let orig = mem.with_atomic_u64(at, |w| w.fetch_add(1, Ordering::SeqCst))?;
+    /// ```
+    pub fn with_atomic_u64<R>(&self, offset: usize, f: impl FnOnce(&AtomicU64) -> R) -> Result<R> {
+        match offset.checked_add(8) {
+            Some(end) if end <= self.len => {}
+            _ => return Err(EINVAL),
+        }
+        let pos = self.offset + offset;
+        if pos % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let (index, in_page) = (pos / bindings::PAGE_SIZE, pos % bindings::PAGE_SIZE);
+        let page = self.pages.get(index).ok_or(EINVAL)?;
+        // SAFETY: `page` is pinned (for writing: regions with remote atomic access are) while
+        // `self` lives; the local mapping lives until `kunmap_local` below, and the reference
+        // does not outlive `f`. The word is 8-byte aligned (checked above; pages are) and lies
+        // within the page. The process may access it too: through an atomic, the kernel only
+        // ever sees whole values.
+        unsafe {
+            let va = bindings::kmap_local_page(page.as_ptr()).cast::<u8>();
+            let res = f(&*va.add(in_page).cast::<AtomicU64>());
+            bindings::kunmap_local(va.cast());
+            Ok(res)
+        }
     }
 
     /// Copies `data` into the region at `offset`.

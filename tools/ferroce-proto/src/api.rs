@@ -219,15 +219,29 @@ pub fn fuzz_rc(data: &[u8]) {
         let near = w.una().add(arg).add(Psn::MASK - 63);
         match op % 14 {
             0 if e.len() < 32 => {
-                let kind = [Kind::Send, Kind::Write, Kind::Read][(arg % 3) as usize];
-                let n = 1 + arg % 40;
+                let kinds = [
+                    Kind::Send,
+                    Kind::Write,
+                    Kind::Read,
+                    Kind::CompareSwap,
+                    Kind::FetchAdd,
+                ];
+                let kind = kinds[(arg % 5) as usize];
+                let n = if kind.is_atomic() { 1 } else { 1 + arg % 40 };
                 e.push(Entry::new(kind, w.assign(n), n));
             }
             1 => w.send_allowed(&e, arg),
             2 if w.place_ack(near) == Place::Current => w.ack(&mut e, near),
             3 if w.place(near) == Place::Current => w.nak(&mut e, near),
             4 if w.place(near) == Place::Current => {
-                if let ReadOutcome::Next { idx, index } = w.read_response(&mut e, near) {
+                let outcome = if arg & 1 == 0 {
+                    w.read_response(&mut e, near)
+                } else {
+                    w.atomic_response(&mut e, near)
+                };
+                if let ReadOutcome::Next { idx, index } = outcome {
+                    assert!(e[idx].kind().awaits_response());
+                    assert!(e[idx].kind().is_atomic() == (arg & 1 == 1));
                     w.read_landed(&mut e, idx, index);
                 }
             }

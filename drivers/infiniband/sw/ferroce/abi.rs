@@ -26,6 +26,10 @@ const _: () = {
     assert!(wqe::SEND_WQE_PREFIX == off::IMM);
     assert!(off::RDMA_REMOTE_ADDR == offset_of!(rxe_send_wqe, wr.wr.rdma.remote_addr));
     assert!(off::RDMA_RKEY == offset_of!(rxe_send_wqe, wr.wr.rdma.rkey));
+    assert!(off::ATOMIC_REMOTE_ADDR == offset_of!(rxe_send_wqe, wr.wr.atomic.remote_addr));
+    assert!(off::ATOMIC_COMPARE_ADD == offset_of!(rxe_send_wqe, wr.wr.atomic.compare_add));
+    assert!(off::ATOMIC_SWAP == offset_of!(rxe_send_wqe, wr.wr.atomic.swap));
+    assert!(off::ATOMIC_RKEY == offset_of!(rxe_send_wqe, wr.wr.atomic.rkey));
     assert!(off::UD_REMOTE_QPN == offset_of!(rxe_send_wqe, wr.wr.ud.remote_qpn));
     assert!(off::UD_REMOTE_QKEY == offset_of!(rxe_send_wqe, wr.wr.ud.remote_qkey));
     assert!(off::UD_AH_NUM == offset_of!(rxe_send_wqe, wr.wr.ud.ah_num));

@@ -67,6 +67,7 @@ counters! {
     DropBadAddress => c"rcvd_drop_bad_address",
     RxWriteRequests => c"rx_write_requests",
     RxReadRequests => c"rx_read_requests",
+    RxAtomicRequests => c"rx_atomic_requests",
     RespRemoteAccessErrors => c"resp_remote_access_errors",
     RespLocalLengthError => c"resp_local_length_error",
     RespCqeError => c"resp_cqe_error",

@@ -5,7 +5,7 @@
 //! Only what the driver implements, or is built to implement next, is advertised; the values
 //! follow C rxe's where the two agree (rdma-core and applications size resources from them).
 
-use kernel::rdma::attr::{device_cap, kernel_cap, DeviceAttrs};
+use kernel::rdma::attr::{device_cap, kernel_cap, AtomicCap, DeviceAttrs};
 
 /// IEEE OUI-less vendor id, as rxe reports (rdma-core does not match on it).
 const VENDOR_ID: u32 = 0x00ff_ffff;
@@ -32,6 +32,10 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_cqe: (1 << 15) - 1,
     max_mr: (1 << 19) - 1,
     max_pd: 1 << 20,
+    // Atomics are the CPU's own (cmpxchg, xadd on the pinned page): atomic against each other
+    // from every QP and device, without a lock; IB_ATOMIC_GLOB would also promise atomicity
+    // against the process's plain stores, which no RDMA device can.
+    atomic_cap: AtomicCap::Hca,
     max_qp_rd_atom: 128,
     max_res_rd_atom: 0x3f000,
     max_qp_init_rd_atom: 128,

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RC and UC transport: a QP's requester ([`req`]) sends its WQEs within a window of PSNs,
-//! its completer ([`comp`]) moves that window on ACKs, NAKs, read responses and timeouts
-//! ([`timer`]), and its responder ([`resp`], with [`read`] for RDMA READs) takes the peer's
-//! requests in PSN order. The decisions (window moves, PSN classification, syndromes, retry
-//! budgets) are `proto`'s, host-tested; these files hold the QP's lock, memory and packets.
+//! its completer ([`comp`]) moves that window on ACKs, NAKs, read responses, atomic ACKs and
+//! timeouts ([`timer`]), and its responder ([`resp`], with [`read`] for RDMA READs and
+//! [`atomic`] for atomics) takes the peer's requests in PSN order. The decisions (window moves,
+//! PSN classification, syndromes, retry budgets) are `proto`'s, host-tested; these files hold
+//! the QP's lock, memory and packets.
 
+pub(crate) mod atomic;
 pub(crate) mod comp;
 pub(crate) mod read;
 pub(crate) mod req;

@@ -18,12 +18,12 @@ trap ns_cleanup EXIT
 ktap_print_header
 XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
 require rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
-	ib_send_lat timeout tshark tcpdump "$XFER"
+	ib_send_lat ib_atomic_bw ib_atomic_lat timeout tshark tcpdump "$XFER"
 MTUS="1500 9000"
 RC_SIZES="1 65536"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
 # Per MTU: UD and RC pingpong, rping, perftest, UC, and six byte-exact transfers.
-ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 7 + 3 + 1 + 8 + 1))
+ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 7 + 3 + 3 + 1 + 8 + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -228,6 +228,12 @@ RPING_ADDR=fd71::1 ktap_test_result "IPv6: rping -C 100 -v -V (rdma_cm over IPv6
 ktap_test_result "IPv6: RC WRITE, byte-exact" \
 	ipv6 xfer -t rc -o write -m 1024 -s 1,4097,65536,1048576 -n 12 -w 4
 ktap_test_result "IPv6: UD SEND, byte-exact" ipv6 xfer -t ud -o send -m 1024 -s 1,1024 -n 40 -w 8
+
+# RC atomics through perftest (compare and swap, fetch and add, and their latency).
+for op in CMP_AND_SWAP FETCH_AND_ADD; do
+	GIDOPT=-x ktap_test_result "ib_atomic_bw $op x 200" pair ib_atomic_bw -A "$op" -n 200 -F
+done
+GIDOPT=-x ktap_test_result "ib_atomic_lat x 200" pair ib_atomic_lat -n 200 -F
 
 # loopback TOOL ARGS...: both ends on fer0, in A. Nothing crosses the wire (fer1 receives
 # nothing), and fer0 received every byte it sent.

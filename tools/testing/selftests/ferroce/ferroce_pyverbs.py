@@ -21,7 +21,8 @@ from pyverbs.wr import SGE, RecvWR
 RQ_PSN = 0x100
 MR_LEN = 4096
 RECV_LEN = 64
-REMOTE = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+REMOTE = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ |
+          e.IBV_ACCESS_REMOTE_ATOMIC)
 
 # rdma-core's rxe rings (struct rxe_queue_buf) and send WQEs (struct rxe_send_wqe).
 RING_PRODUCER, RING_CONSUMER, RING_HEADER = 128, 256, 384
@@ -147,8 +148,10 @@ class Endpoint:
     """A PD, CQ, an MR peers may read and write, and an RC (or UC) QP in INIT with posted
     receives."""
 
-    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC, recv_len=RECV_LEN):
+    def __init__(self, dev, addr, recvs=4, qp_type=e.IBV_QPT_RC, recv_len=RECV_LEN,
+                 rc_access=e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC):
         self.qp_type = qp_type
+        self.rc_access = rc_access
         self.recv_len = recv_len
         self.ctx = Context(name=dev)
         self.dev, self.addr = dev, addr
@@ -163,15 +166,19 @@ class Endpoint:
 
     def to_init(self, recvs):
         """RESET -> INIT, then `recvs` receives posted."""
+        self.qp_to_init(self.qp)
+        for i in range(recvs):
+            self.post_recv(i)
+
+    def qp_to_init(self, qp):
+        """RESET -> INIT for `qp` (this one's or another of its PD), with the endpoint's rights."""
         qa = QPAttr(port_num=1)
         qa.qp_state = e.IBV_QPS_INIT
         qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
         if self.qp_type == e.IBV_QPT_RC:
-            qa.qp_access_flags |= e.IBV_ACCESS_REMOTE_READ
-        self.qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
-                       e.IBV_QP_ACCESS_FLAGS)
-        for i in range(recvs):
-            self.post_recv(i)
+            qa.qp_access_flags |= self.rc_access
+        qp.modify(qa, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+                  e.IBV_QP_ACCESS_FLAGS)
 
     def post_recv(self, i):
         sge = SGE(self.rbuf.buf + i * self.recv_len, self.recv_len, self.rbuf.lkey)

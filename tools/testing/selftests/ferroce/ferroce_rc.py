@@ -23,8 +23,11 @@ import time
 import unittest
 
 import pyverbs.enums as e
+from pyverbs.cq import CQ
+from pyverbs.device import Context
 from pyverbs.mr import MR
-from pyverbs.qp import QPAttr
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 if len(sys.argv) != 6:
@@ -36,7 +39,7 @@ import roce_inject  # noqa: E402
 from ferroce_pyverbs import (  # noqa: E402
     IBV_WR_RDMA_READ_OPCODE, MR_LEN, RECV_LEN, RECV_NUM_SGE, RECV_SGES, REMOTE, RQ_PSN,
     WQE_FLAGS, WQE_LENGTH, WQE_NUM_SGE, WQE_OPCODE, WQE_REMOTE_ADDR, WQE_RKEY, WQE_SGES,
-    Endpoint, connect, connect_uc, counters, kernel_log, mapped_rings, poll,
+    Endpoint, connect, connect_uc, counters, gid_index, kernel_log, mapped_rings, poll,
     scribble)
 
 _peer = []
@@ -62,7 +65,8 @@ class Injecting:
         """Sends CASE; the counters in RISES must rise by one, no other request, error or
         drop counter."""
         watched = ("out_of_seq_request", "duplicate_request", "rx_write_requests",
-                   "rx_read_requests", "resp_remote_access_errors", "resp_invalid_request",
+                   "rx_read_requests", "rx_atomic_requests", "resp_remote_access_errors",
+                   "resp_invalid_request",
                    "resp_local_length_error", "resp_cqe_error", "rcvd_seq_err",
                    "rcvd_rnr_err", "req_remote_invalid_request", "req_remote_access_errors")
         before = counters(DEV)
@@ -430,6 +434,24 @@ class ScribbledSendRing(unittest.TestCase):
                   WQE_NUM_SGE: ("I", 1), WQE_REMOTE_ADDR: ("Q", 0x1000), WQE_RKEY: ("I", 1)}
         self.fails_alone(e.IBV_WC_LOC_PROT_ERR, fields, [(self.ro.buf, 8, self.ro.lkey)])
 
+    def atomic(self):
+        return {WQE_OPCODE: ("I", e.IBV_WR_ATOMIC_FETCH_AND_ADD), WQE_FLAGS: ("I", 0),
+                WQE_NUM_SGE: ("I", 1), WQE_REMOTE_ADDR: ("Q", 0x1000), WQE_RKEY: ("I", 1)}
+
+    def test_atomic_whose_buffer_cannot_take_the_answer(self):
+        # Shorter than the 8-byte original value, or in memory it may not write.
+        mr = self.ep.mr
+        self.fails_alone(e.IBV_WC_LOC_LEN_ERR, self.atomic(), [(mr.buf, 4, mr.lkey)])
+        self.tearDown()
+        self.setUp()
+        self.fails_alone(e.IBV_WC_LOC_PROT_ERR, self.atomic(), [(self.ro.buf, 8, self.ro.lkey)])
+
+    def test_inline_atomic(self):
+        fields = self.atomic()
+        fields[WQE_FLAGS] = ("I", e.IBV_SEND_INLINE)
+        fields[WQE_LENGTH] = ("I", 8)
+        self.fails_alone(e.IBV_WC_LOC_LEN_ERR, fields)
+
 
 class RemoteErrors(unittest.TestCase):
     """A real peer refuses: the requester completes with the remote status, both count it."""
@@ -763,6 +785,176 @@ class UcPeers(unittest.TestCase):
         self.assertEqual([(w.wr_id, w.status, w.opcode, w.byte_len) for w in wcs],
                          [(201, e.IBV_WC_SUCCESS, e.IBV_WC_RECV_RDMA_WITH_IMM, 3000)])
         self.assertEqual(b.mr.read(3000, 1000), data)
+
+
+class InjectedAtomics(Injecting, unittest.TestCase):
+    """Crafted atomics from PEER_NS at an RC QP in RTS: done once, however often repeated, and
+    refused without a trace when they may not be done."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+
+    def tearDown(self):
+        self.ep.close()
+
+    def word(self, at=8):
+        return struct.unpack("<Q", self.ep.mr.read(8, at))[0]
+
+    def test_an_atomic_is_done_once_however_often_it_is_repeated(self):
+        mr = self.ep.mr
+        mr.write(struct.pack("<Q", 40), 8, 8)
+        at = dict(rkey=mr.rkey, va=mr.buf + 8)
+        self.inject("rc_fetch_add", ("rx_atomic_requests",), add=2, **at)
+        self.assertEqual(self.word(), 42)
+        # The same request again (its ACK was lost): the saved answer, no second add.
+        for _ in range(3):
+            self.inject("rc_fetch_add", ("duplicate_request",), add=2, **at)
+        self.assertEqual(self.word(), 42)
+        self.inject("rc_cmp_swap", ("rx_atomic_requests",), psn=RQ_PSN + 1, compare=42,
+                    swap=7, **at)
+        self.assertEqual(self.word(), 7)
+        # A compare that fails swaps nothing; a duplicate of it neither.
+        self.inject("rc_cmp_swap", ("rx_atomic_requests",), psn=RQ_PSN + 2, compare=42,
+                    swap=9, **at)
+        self.inject("rc_cmp_swap", ("duplicate_request",), psn=RQ_PSN + 1, compare=42,
+                    swap=9, **at)
+        self.assertEqual(self.word(), 7)
+        # A duplicate naming another word than the atomic at its PSN did is not answered.
+        self.inject("rc_fetch_add", ("duplicate_request",), add=2, rkey=mr.rkey, va=mr.buf)
+        self.assertEqual((self.word(0), self.word()), (0, 7))
+
+    def test_atomics_that_may_not_be_done_change_nothing(self):
+        req = "rx_atomic_requests"
+        # (address offset, rkey flip, counter): misaligned, a wrong key, past the region; each
+        # a class C error (the QP goes to error, so each gets a fresh one).
+        cases = [(4, 0, "resp_invalid_request"), (0, 0x80, "resp_remote_access_errors"),
+                 (MR_LEN, 0, "resp_remote_access_errors")]
+        for off, flip, counter in cases:
+            mr = self.ep.mr
+            self.inject("rc_fetch_add", (req, counter), rkey=mr.rkey ^ flip, va=mr.buf + off)
+            self.assertEqual(mr.read(MR_LEN, 0), bytes(MR_LEN), (off, flip))
+            self.ep.close()
+            self.setUp()
+        # A QP that grants no atomics refuses one on a region that would allow it.
+        self.ep.close()
+        self.ep = Endpoint(DEV, ADDR, rc_access=e.IBV_ACCESS_REMOTE_READ)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.inject("rc_fetch_add", (req, "resp_remote_access_errors"), rkey=self.ep.mr.rkey,
+                    va=self.ep.mr.buf)
+        self.assertEqual(self.ep.mr.read(MR_LEN, 0), bytes(MR_LEN))
+
+
+class Atomics(unittest.TestCase):
+    """Atomics between two real RC QPs (DEV requester, PEER_DEV responder), and many processes'
+    atomics on one word."""
+
+    def setUp(self):
+        self.a = Endpoint(DEV, ADDR)
+        self.addCleanup(self.a.close)
+        self.b = Endpoint(PEER_DEV, PEER_ADDR)
+        self.addCleanup(self.b.close)
+        connect(self.a.qp, PEER_ADDR, self.a.gid_index, self.b.qp.qp_num)
+        connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
+
+    def atomic(self, opcode, compare_add, swap=0, wr_id=1):
+        """Posts one atomic on B's word at offset 16; returns its completion and what landed."""
+        a, b = self.a, self.b
+        a.mr.write(bytes(8), 8, 64)
+        wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[SGE(a.mr.buf + 64, 8, a.mr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_atomic(b.mr.rkey, b.mr.buf + 16, compare_add, swap)
+        a.qp.post_send(wr)
+        wcs = poll(a.cq, 1)
+        self.assertEqual(len(wcs), 1)
+        return wcs[0], struct.unpack("<Q", a.mr.read(8, 64))[0]
+
+    def word(self):
+        return struct.unpack("<Q", self.b.mr.read(8, 16))[0]
+
+    def test_compare_swap_and_fetch_add_answer_the_original_value(self):
+        self.b.mr.write(struct.pack("<Q", 10), 8, 16)
+        wc, orig = self.atomic(e.IBV_WR_ATOMIC_FETCH_AND_ADD, 5)
+        self.assertEqual((wc.status, wc.opcode, wc.byte_len, orig),
+                         (e.IBV_WC_SUCCESS, e.IBV_WC_FETCH_ADD, 8, 10))
+        self.assertEqual(self.word(), 15)
+        wc, orig = self.atomic(e.IBV_WR_ATOMIC_CMP_AND_SWP, 15, 1 << 63, wr_id=2)
+        self.assertEqual((wc.wr_id, wc.status, wc.opcode, wc.byte_len, orig),
+                         (2, e.IBV_WC_SUCCESS, e.IBV_WC_COMP_SWAP, 8, 15))
+        self.assertEqual(self.word(), 1 << 63)
+        # No swap when the compare fails; the add wraps at 2^64.
+        wc, orig = self.atomic(e.IBV_WR_ATOMIC_CMP_AND_SWP, 15, 3)
+        self.assertEqual((wc.status, orig, self.word()), (e.IBV_WC_SUCCESS, 1 << 63, 1 << 63))
+        wc, orig = self.atomic(e.IBV_WR_ATOMIC_FETCH_AND_ADD, (1 << 63) + 1)
+        self.assertEqual((wc.status, orig, self.word()), (e.IBV_WC_SUCCESS, 1 << 63, 1))
+        self.assertEqual(counters(PEER_DEV)["rx_atomic_requests"] >= 4, True)
+
+    def test_no_update_is_lost(self):
+        """PROCS processes, QPS QPs each, ADDS fetch-and-adds per QP on one word of B: the word
+        ends exactly PROCS x QPS x ADDS higher."""
+        procs, qps, adds = 2, 2, 40
+        b = self.b
+        b.mr.write(struct.pack("<Q", 1000), 8, 16)
+        responders = []
+        for _ in range(procs * qps):
+            qp = b.new_qp()
+            b.qp_to_init(qp)
+            responders.append(qp)
+        children = []
+        for p in range(procs):
+            to_child, to_parent = os.pipe(), os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(adder(to_child[0], to_parent[1], qps, adds, b.mr.rkey, b.mr.buf + 16))
+            os.close(to_child[0])
+            os.close(to_parent[1])
+            children.append((pid, to_child[1], to_parent[0]))
+        for p, (pid, w, r) in enumerate(children):
+            qpns = struct.unpack(f"{qps}I", os.read(r, 4 * qps))
+            for i, qpn in enumerate(qpns):
+                connect(responders[p * qps + i], ADDR, b.gid_index, qpn, max_dest_rd_atomic=4)
+            os.write(w, struct.pack(f"{qps}I", *(q.qp_num for q in responders[p * qps:][:qps])))
+        statuses = [os.waitpid(pid, 0)[1] for pid, _, _ in children]
+        for qp in responders:
+            qp.close()
+        self.assertEqual(statuses, [0] * procs)
+        self.assertEqual(self.word(), 1000 + procs * qps * adds)
+
+
+def adder(r, w, qps, adds, rkey, va):
+    """A child of test_no_update_is_lost: QPS QPs on DEV, connected to the responder QPs the
+    parent names, each adding 1 to the word ADDS times, one in flight per QP. Returns the exit
+    status."""
+    try:
+        ctx = Context(name=DEV)
+        pd = PD(ctx)
+        cq = CQ(ctx, 4 * qps)
+        mr = MR(pd, 8 * qps, e.IBV_ACCESS_LOCAL_WRITE)
+        ep = Endpoint.__new__(Endpoint)
+        ep.qp_type, ep.rc_access = e.IBV_QPT_RC, 0
+        cap = QPCap(max_send_wr=4, max_recv_wr=1, max_send_sge=1, max_recv_sge=1)
+        mine = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
+                for _ in range(qps)]
+        for qp in mine:
+            ep.qp_to_init(qp)
+        os.write(w, struct.pack(f"{qps}I", *(qp.qp_num for qp in mine)))
+        peers = struct.unpack(f"{qps}I", os.read(r, 4 * qps))
+        sgid = gid_index(ctx, ADDR)
+        for qp, peer_qpn in zip(mine, peers):
+            connect(qp, PEER_ADDR, sgid, peer_qpn, max_rd_atomic=1)
+        for _ in range(adds):
+            for i, qp in enumerate(mine):
+                wr = SendWR(wr_id=i, opcode=e.IBV_WR_ATOMIC_FETCH_AND_ADD, num_sge=1,
+                            sg=[SGE(mr.buf + 8 * i, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+                wr.set_wr_atomic(rkey, va, 1, 0)
+                qp.post_send(wr)
+            wcs = poll(cq, qps, seconds=30)
+            if len(wcs) != qps or any(wc.status != e.IBV_WC_SUCCESS for wc in wcs):
+                return 1
+        return 0
+    except Exception as ex:  # noqa: BLE001 - the parent sees only the status
+        print(f"# adder: {ex!r}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

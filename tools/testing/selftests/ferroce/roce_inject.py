@@ -43,6 +43,8 @@ RC_RDMA_READ_REQUEST = 0x0c
 RC_RDMA_READ_RESPONSE_FIRST = 0x0d
 RC_RDMA_READ_RESPONSE_ONLY = 0x10
 RC_ACKNOWLEDGE = 0x11
+RC_COMPARE_SWAP = 0x13
+RC_FETCH_ADD = 0x14
 UC_SEND_FIRST = 0x20
 UC_SEND_MIDDLE = 0x21
 UC_SEND_LAST = 0x22
@@ -69,6 +71,11 @@ def bth(opcode, qpn, psn, pad=0, tver=0, se=False, ackreq=False, becn=False, pke
 def reth(va, rkey, length):
     """RDMA extended transport header, 16 bytes."""
     return struct.pack("!QII", va, rkey, length)
+
+
+def atomic_eth(va, rkey, swap_add, compare):
+    """Atomic extended transport header, 28 bytes."""
+    return struct.pack("!QIQQ", va, rkey, swap_add, compare)
 
 
 def deth(qkey, src_qpn):
@@ -196,6 +203,13 @@ def build(case, args):
         return frame(args, transport(RC_SEND_ONLY, q, p, payload=filler, ackreq=True))
     if case == "rc_ack":
         return frame(args, transport(RC_ACKNOWLEDGE, q, p, ext=aeth(args.syndrome, 0)))
+    if case == "rc_fetch_add":
+        return frame(args, transport(RC_FETCH_ADD, q, p,
+                                     ext=atomic_eth(args.va, args.rkey, args.add, 0), ackreq=True))
+    if case == "rc_cmp_swap":
+        return frame(args, transport(RC_COMPARE_SWAP, q, p,
+                                     ext=atomic_eth(args.va, args.rkey, args.swap, args.compare),
+                                     ackreq=True))
     if case == "rc_read_response":
         return frame(args, transport(RC_RDMA_READ_RESPONSE_ONLY, q, p, ext=aeth(0x1f, 0),
                                      payload=filler))
@@ -211,7 +225,7 @@ CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opco
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
 RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack",
-            "rc_read_response"]
+            "rc_read_response", "rc_fetch_add", "rc_cmp_swap"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
@@ -400,6 +414,9 @@ def parse_args(argv):
     ap.add_argument("--rkey", type=int_arg, default=0, help="R_Key of the rc_* cases")
     ap.add_argument("--va", type=int_arg, default=0, help="remote address of the rc_* cases")
     ap.add_argument("--length", type=int_arg, default=16, help="RETH length (default 16)")
+    ap.add_argument("--add", type=int_arg, default=1, help="what rc_fetch_add adds (default 1)")
+    ap.add_argument("--compare", type=int_arg, default=0, help="what rc_cmp_swap compares with")
+    ap.add_argument("--swap", type=int_arg, default=1, help="what rc_cmp_swap swaps in")
     ap.add_argument("--payload", type=int_arg, default=None,
                     help="payload bytes of rc_write/rc_send/uc_* (default --length)")
     ap.add_argument("--syndrome", type=int_arg, default=0x1f,

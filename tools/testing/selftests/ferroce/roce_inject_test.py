@@ -208,6 +208,16 @@ class ShapeTest(unittest.TestCase):
         for case in ri.RC_CASES:
             self.assertTrue(icrc_ok(build(case, argv)), case)
 
+    def test_atomic_requests_carry_their_operands_big_endian(self):
+        argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x7f0000001008"]
+        fa = split(build("rc_fetch_add", argv + ["--add", "0x0102030405060708"]))[2]
+        self.assertEqual((fa[0], fa[8] >> 7, len(fa)), (ri.RC_FETCH_ADD, 1, 12 + 28 + 4))
+        self.assertEqual(struct.unpack("!QIQQ", fa[12:40]),
+                         (0x7f0000001008, 0x1234, 0x0102030405060708, 0))
+        cs = split(build("rc_cmp_swap", argv + ["--compare", "5", "--swap", "9"]))[2]
+        self.assertEqual((cs[0], struct.unpack("!QIQQ", cs[12:40])),
+                         (ri.RC_COMPARE_SWAP, (0x7f0000001008, 0x1234, 9, 5)))
+
     def test_uc_requests_for_a_live_qp(self):
         argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x1000", "--length", "16", "--psn", "7"]
         ops = {"uc_send_first": 0x20, "uc_send_middle": 0x21, "uc_send_last": 0x22,

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RC responder's RDMA READ resources (IBA 9.7.5.1.3 and C9-148 ff.): what each READ asked
-//! for, which response goes out next, and how a duplicate request (its responses were lost)
-//! rewinds it, within a budget. The kernel keeps them in PSN order, reads the memory and sends.
+//! An RC responder's resources for RDMA READs and atomics (IBA 9.7.5.1.3, 9.7.5.1.4 and C9-148
+//! ff.): what each READ asked for, which response goes out next, and how a duplicate request
+//! (its responses were lost) rewinds it, within a budget; what each atomic found, so that a
+//! duplicate gets the same answer and the operation is not done twice. The kernel keeps them in
+//! PSN order, reads and changes the memory and sends.
 
 use super::{opcode::Opcode, opcode::Position, packet::Reth, psn::Psn};
 
@@ -136,6 +138,57 @@ impl ReadResource {
     }
 }
 
+/// An atomic the responder did: a duplicate request for it (its ACK was lost) is answered with
+/// the same original value, and changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AtomicResult {
+    psn: Psn,
+    rkey: u32,
+    va: u64,
+    orig: u64,
+    msn: u32,
+}
+
+impl AtomicResult {
+    /// The atomic at `psn` on `rkey`/`va` found `orig`; its ACK carries `msn`.
+    pub(crate) const fn new(psn: Psn, rkey: u32, va: u64, orig: u64, msn: u32) -> Self {
+        Self {
+            psn,
+            rkey,
+            va,
+            orig,
+            msn,
+        }
+    }
+
+    /// The answer again, `(orig, msn)`, for a duplicate at `psn` naming the same word; `None`
+    /// if it is not this atomic's.
+    pub(crate) const fn replay(&self, psn: Psn, rkey: u32, va: u64) -> Option<(u64, u32)> {
+        if psn.get() == self.psn.get() && rkey == self.rkey && va == self.va {
+            Some((self.orig, self.msn))
+        } else {
+            None
+        }
+    }
+}
+
+/// One responder resource: a READ, or an atomic's saved answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resource {
+    Read(ReadResource),
+    Atomic(AtomicResult),
+}
+
+impl Resource {
+    /// Whether responses are still to go out (an atomic's went out at once).
+    pub(crate) const fn answering(&self) -> bool {
+        match self {
+            Resource::Read(r) => r.answering(),
+            Resource::Atomic(_) => false,
+        }
+    }
+}
+
 /// Whether a new READ may be taken while `answering` others are, `granted` being the QP's
 /// `max_dest_rd_atomic` (none granted: no READ is taken, as C rxe).
 pub(crate) const fn admits(answering: usize, granted: u8) -> bool {
@@ -247,6 +300,18 @@ mod tests {
         assert_eq!(r.next_response(), None);
         r.sent();
         assert_eq!(r.next_response(), None);
+    }
+
+    #[test]
+    fn an_atomic_answers_its_own_duplicate_only() {
+        let a = AtomicResult::new(Psn::new(Psn::MASK), 9, 0x1000, 41, 3);
+        assert_eq!(a.replay(Psn::new(Psn::MASK), 9, 0x1000), Some((41, 3)));
+        // Another PSN, key or word: not this atomic; it must not be done again either.
+        assert_eq!(a.replay(Psn::new(0), 9, 0x1000), None);
+        assert_eq!(a.replay(Psn::new(Psn::MASK), 8, 0x1000), None);
+        assert_eq!(a.replay(Psn::new(Psn::MASK), 9, 0x1008), None);
+        assert!(!Resource::Atomic(a).answering());
+        assert!(Resource::Read(read(0, 10, 256)).answering());
     }
 
     #[test]

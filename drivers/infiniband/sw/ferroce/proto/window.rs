@@ -36,14 +36,31 @@ pub(crate) enum Kind {
     Send,
     Write,
     Read,
+    /// An atomic compare and swap.
+    CompareSwap,
+    /// An atomic fetch and add.
+    FetchAdd,
 }
 
 impl Kind {
+    /// Whether only responses of its own answer it (a READ's data, an atomic's original value):
+    /// an ACK past it means they were lost, and it asks again.
+    pub(crate) const fn awaits_response(self) -> bool {
+        matches!(self, Kind::Read | Kind::CompareSwap | Kind::FetchAdd)
+    }
+
+    /// Whether it is an atomic.
+    pub(crate) const fn is_atomic(self) -> bool {
+        matches!(self, Kind::CompareSwap | Kind::FetchAdd)
+    }
+
     /// The RC opcode of a SEND's or WRITE's packet at `pos`, with immediate data or not (the
-    /// immediate rides on the last packet); a READ's request is always [`Opcode::RcReadRequest`].
+    /// immediate rides on the last packet); a READ's or an atomic's request is one packet.
     pub(crate) const fn opcode(self, pos: Position, imm: bool) -> Opcode {
         match (self, pos, imm) {
             (Kind::Read, _, _) => Opcode::RcReadRequest,
+            (Kind::CompareSwap, _, _) => Opcode::RcCompareSwap,
+            (Kind::FetchAdd, _, _) => Opcode::RcFetchAdd,
             (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
             (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
             (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
@@ -180,7 +197,7 @@ impl Entry {
 
     /// READ: asks for its missing responses, unless it already asked from there.
     fn want_missing(&mut self) {
-        if self.kind == Kind::Read && self.pending() && self.asked != Some(self.done) {
+        if self.kind.awaits_response() && self.pending() && self.asked != Some(self.done) {
             self.asked = Some(self.done);
             self.ask = true;
         }
@@ -189,7 +206,7 @@ impl Entry {
     /// READ: a response later than its first missing one arrived; after [`REORDER_SLACK`] of
     /// them the missing ones count as lost.
     fn passed_by(&mut self) {
-        if self.kind == Kind::Read && self.pending() {
+        if self.kind.awaits_response() && self.pending() {
             self.passed += 1;
             if self.passed >= REORDER_SLACK {
                 self.want_missing();
@@ -197,23 +214,22 @@ impl Entry {
         }
     }
 
-    /// The peer answered everything of it through `psn` (an ACK or an implied one). A READ
-    /// cannot be answered so: what it misses was lost, and it asks again.
+    /// The peer answered everything of it through `psn` (an ACK or an implied one). A READ or
+    /// an atomic cannot be answered so: its response was lost, and it asks again.
     fn answered_through(&mut self, psn: Psn) {
         if !self.pending() || psn.before(self.first) {
             return;
         }
-        match self.kind {
-            Kind::Read => self.want_missing(),
-            Kind::Send | Kind::Write => {
-                let n = psn
-                    .diff(self.first)
-                    .saturating_add(1)
-                    .clamp(0, self.npkts as i32);
-                // CAST: Clamped to `0..=npkts`.
-                self.done = self.done.max(n as u32);
-            }
+        if self.kind.awaits_response() {
+            self.want_missing();
+            return;
         }
+        let n = psn
+            .diff(self.first)
+            .saturating_add(1)
+            .clamp(0, self.npkts as i32);
+        // CAST: Clamped to `0..=npkts`.
+        self.done = self.done.max(n as u32);
     }
 }
 
@@ -421,7 +437,7 @@ impl Window {
                 break;
             };
             let e = &entries[idx];
-            let next = if e.kind == Kind::Read {
+            let next = if e.kind.awaits_response() {
                 e.end()
             } else {
                 e.first.add(i + 1)
@@ -532,10 +548,30 @@ impl Window {
 
     /// A read response with `psn` (already placed [`Place::Current`]).
     pub(crate) fn read_response(&mut self, entries: &mut [impl Started], psn: Psn) -> ReadOutcome {
+        self.response(entries, psn, |k| k == Kind::Read)
+    }
+
+    /// An atomic ACK with `psn` (already placed [`Place::Current`]): the original value of the
+    /// atomic at `psn`, which it answers whole (`index` 0).
+    pub(crate) fn atomic_response(
+        &mut self,
+        entries: &mut [impl Started],
+        psn: Psn,
+    ) -> ReadOutcome {
+        self.response(entries, psn, Kind::is_atomic)
+    }
+
+    /// A response with `psn` for an entry of a kind `ours` takes.
+    fn response(
+        &mut self,
+        entries: &mut [impl Started],
+        psn: Psn,
+        ours: impl Fn(Kind) -> bool,
+    ) -> ReadOutcome {
         let Some(idx) = entries
             .iter()
             .map(Started::entry)
-            .position(|e| e.kind == Kind::Read && e.holds(psn))
+            .position(|e| ours(e.kind) && e.holds(psn))
         else {
             return ReadOutcome::NotOurs;
         };
@@ -543,12 +579,14 @@ impl Window {
         let Some(e) = rest.first_mut().map(Started::entry_mut) else {
             return ReadOutcome::NotOurs;
         };
-        // The responder answers in order: a response of this READ answers every SEND and
-        // WRITE before it, and any earlier READ still short lost its tail (or it comes late).
+        // The responder answers in order: a response of this READ or atomic answers every SEND
+        // and WRITE before it, and any earlier READ or atomic still short lost its answer (or
+        // it comes late).
         for b in before.iter_mut().map(Started::entry_mut) {
-            match b.kind {
-                Kind::Read => b.passed_by(),
-                Kind::Send | Kind::Write => b.answered_through(e.first.add(Psn::MASK)),
+            if b.kind.awaits_response() {
+                b.passed_by();
+            } else {
+                b.answered_through(e.first.add(Psn::MASK));
             }
         }
         if !e.pending() {
@@ -568,7 +606,7 @@ impl Window {
     /// Response `index` of the READ at `idx` landed.
     pub(crate) fn read_landed(&mut self, entries: &mut [impl Started], idx: usize, index: u32) {
         if let Some(e) = entries.get_mut(idx).map(Started::entry_mut) {
-            if e.kind == Kind::Read && e.pending() && e.done == index {
+            if e.kind.awaits_response() && e.pending() && e.done == index {
                 e.done += 1;
                 e.passed = 0;
                 if e.asked.is_some_and(|a| a < e.done) {
@@ -628,10 +666,11 @@ impl Window {
             .position(|e| e.pending() && e.end().diff(self.nxt) > 0)?;
         let e = entries.get(idx)?.entry();
         // A READ asks for what it misses: the responses before `done` landed.
-        let i = match e.kind {
-            Kind::Read => e.done,
+        let i = if e.kind.awaits_response() {
+            e.done
+        } else {
             // CAST: `max(0)`: `nxt` may lie before the entry (in a gap of finished ones).
-            Kind::Send | Kind::Write => self.nxt.diff(e.first).max(0) as u32,
+            self.nxt.diff(e.first).max(0) as u32
         };
         Some((idx, i))
     }
@@ -712,6 +751,43 @@ mod tests {
         e[0].fail(WcStatus::RemOpErr);
         assert!(!e[0].asking());
         assert_eq!(e[0].take_ask(), None);
+    }
+
+    #[test]
+    fn atomics_are_answered_by_their_own_ack_only() {
+        use Kind::*;
+        let (mut w, mut e) = sent(Psn::MASK, &[(Send, 1), (CompareSwap, 1), (FetchAdd, 1)]);
+        // A read response at an atomic's PSN, an atomic ACK at a SEND's: not theirs.
+        assert_eq!(w.read_response(&mut e, psn(0)), ReadOutcome::NotOurs);
+        assert_eq!(
+            w.atomic_response(&mut e, psn(Psn::MASK)),
+            ReadOutcome::NotOurs
+        );
+        // The first atomic's ACK answers the SEND before it.
+        assert_eq!(
+            w.atomic_response(&mut e, psn(0)),
+            ReadOutcome::Next { idx: 1, index: 0 }
+        );
+        assert!(e[0].finished() && e[1].pending());
+        w.read_landed(&mut e, 1, 0);
+        assert!(e[1].finished());
+        assert_eq!(w.una(), psn(1));
+        assert_eq!(w.atomic_response(&mut e, psn(0)), ReadOutcome::Duplicate);
+        // A plain ACK past the second atomic: its original value was lost; it asks again,
+        // once, for the same PSN (the responder replays it).
+        let (mut w, mut e) = sent(7, &[(FetchAdd, 1), (Write, 2)]);
+        w.ack(&mut e, psn(9));
+        assert!(e[0].pending() && e[1].finished());
+        assert_eq!(e[0].take_ask(), Some(0));
+        assert_eq!(e[0].take_ask(), None);
+        assert_eq!(w.next_to_send(&e), None);
+        w.rewind(&mut e);
+        assert_eq!(w.next_to_send(&e), Some((0, 0)));
+        assert_eq!(
+            CompareSwap.opcode(Position::Only, false),
+            Opcode::RcCompareSwap
+        );
+        assert_eq!(FetchAdd.opcode(Position::Only, false), Opcode::RcFetchAdd);
     }
 
     #[test]

@@ -236,6 +236,10 @@ pub(crate) mod off {
     pub(crate) const IMM: usize = 20;
     pub(crate) const RDMA_REMOTE_ADDR: usize = 24;
     pub(crate) const RDMA_RKEY: usize = 32;
+    pub(crate) const ATOMIC_REMOTE_ADDR: usize = 24;
+    pub(crate) const ATOMIC_COMPARE_ADD: usize = 32;
+    pub(crate) const ATOMIC_SWAP: usize = 40;
+    pub(crate) const ATOMIC_RKEY: usize = 48;
     pub(crate) const UD_REMOTE_QPN: usize = 24;
     pub(crate) const UD_REMOTE_QKEY: usize = 28;
     pub(crate) const UD_AH_NUM: usize = 36;
@@ -316,6 +320,26 @@ impl<'a> SendWqe<'a> {
     /// The remote key of an RDMA WRITE or READ.
     pub(crate) fn rdma_rkey(&self) -> u32 {
         u32_at(self.0, off::RDMA_RKEY)
+    }
+
+    /// The remote address of an atomic's 8-byte word.
+    pub(crate) fn atomic_remote_addr(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, off::ATOMIC_REMOTE_ADDR))
+    }
+
+    /// What a compare and swap compares with, or what a fetch and add adds.
+    pub(crate) fn atomic_compare_add(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, off::ATOMIC_COMPARE_ADD))
+    }
+
+    /// What a compare and swap swaps in.
+    pub(crate) fn atomic_swap(&self) -> u64 {
+        u64::from_ne_bytes(bytes(self.0, off::ATOMIC_SWAP))
+    }
+
+    /// The remote key of an atomic.
+    pub(crate) fn atomic_rkey(&self) -> u32 {
+        u32_at(self.0, off::ATOMIC_RKEY)
     }
 
     pub(crate) fn ud_remote_qpn(&self) -> u32 {

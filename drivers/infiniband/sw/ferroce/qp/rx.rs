@@ -63,7 +63,7 @@ impl QpShared {
                 let mut inner = this.inner.lock();
                 // A duplicate READ overtakes the backlog: what waits there may wait for the
                 // very responses it asks for again.
-                let waits = !this.rx.is_empty() || inner.resp.reads.answering();
+                let waits = !this.rx.is_empty() || inner.resp.resources.answering();
                 if waits && !hdr.rewinds_read(&inner) {
                     return Err(skb);
                 }

@@ -68,7 +68,8 @@ impl WorkItem for QpShared {
                             // READ responses go out before what was asked after them; a
                             // duplicate READ, which asks for them again, is taken at once.
                             Ok(hdr)
-                                if inner.resp.reads.answering() && !hdr.rewinds_read(&inner) =>
+                                if inner.resp.resources.answering()
+                                    && !hdr.rewinds_read(&inner) =>
                             {
                                 this.rx.push_front(skb);
                                 held = true;

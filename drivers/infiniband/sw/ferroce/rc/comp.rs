@@ -134,7 +134,7 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
                 sent.wc_opcode(),
                 cx.qp.qpn(),
             );
-            if sent.kind() == Kind::Read {
+            if sent.kind().awaits_response() {
                 c.byte_len = sent.len;
             }
             // A full CQ loses the completion: its consumer fell behind.
@@ -159,12 +159,13 @@ fn fail_front(inner: &mut QpInner, status: WcStatus) {
     req.stopped = true;
 }
 
-/// Takes an ACK, NAK or read response for this QP's requests.
+/// Takes an ACK, NAK, read response or atomic ACK for this QP's requests.
 pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), QpDrop> {
     let una = cx.inner.req.win.una();
     let landed = match pkt.info.kind {
         OpKind::Ack => on_ack(cx, pkt)?,
         OpKind::ReadResponse => on_read_response(cx, pkt)?,
+        OpKind::AtomicAck => on_atomic_ack(cx, pkt)?,
         _ => return Err(QpDrop::BadState),
     };
     if landed || cx.inner.req.win.una() != una {
@@ -227,6 +228,47 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
         }
     }
     Ok(false)
+}
+
+/// An atomic ACK: the original value lands in the atomic's local buffer. Returns whether it
+/// landed.
+fn on_atomic_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
+    let psn = pkt.bth.psn;
+    let orig = pkt.ext.atomic_ack.ok_or(QpDrop::BadState)?.orig;
+    // Its AETH says ACK: an atomic ACK that NAKs is no answer.
+    let aeth = pkt.ext.aeth.ok_or(QpDrop::BadState)?;
+    if !Syndrome::from_u8(aeth.syndrome).is_some_and(Syndrome::is_ack) {
+        return Err(QpDrop::BadState);
+    }
+    match cx.inner.req.win.place(psn) {
+        Place::Beyond => return Err(QpDrop::BadPsn),
+        Place::Old => return Ok(false),
+        Place::Current => {}
+    }
+    let req = &mut cx.inner.req;
+    let (idx, index) = match req.win.atomic_response(&mut req.flight, psn) {
+        ReadOutcome::Next { idx, index } => (idx, index),
+        ReadOutcome::Gap { .. } | ReadOutcome::Duplicate => return Ok(false),
+        // At the PSN of anything but an atomic: it answers nothing this QP asked.
+        ReadOutcome::NotOurs => return Err(QpDrop::BadPsn),
+    };
+    let Some(sent) = req.flight.get_mut(idx) else {
+        return Ok(false);
+    };
+    let w = sent.wqe();
+    let num = (w.num_sge() as usize).min((cx.shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
+    let mrs = &cx.qp.device().data().mrs;
+    // The value in host order, as the process reads its 8-byte buffer.
+    let value = orig.to_ne_bytes();
+    if let Err(status) =
+        sge::scatter_bytes(mrs, cx.shared.pd, (0..num).map(|i| w.sge(i)), 0, &value)
+    {
+        sent.entry.fail(status);
+        req.stopped = true;
+        return Ok(false);
+    }
+    req.win.read_landed(&mut req.flight, idx, index);
+    Ok(true)
 }
 
 /// A read response lands in the READ's local buffers. Returns whether it landed.

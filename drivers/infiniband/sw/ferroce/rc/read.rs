@@ -4,10 +4,10 @@
 //! responses go out a bounded batch at a time (a 2 GiB READ must not hold the QP, or the CPU,
 //! for its whole length), from the packet that asked or from the QP's work.
 //!
-//! The QP keeps at most `max_dest_rd_atomic` resources: those being answered, then the last
-//! ones answered, so that a duplicate request (its responses were lost) is answered again from
-//! where it asks, out of the resource, not from what the duplicate names. A duplicate that
-//! matches no resource reads nothing.
+//! The QP keeps at most `max_dest_rd_atomic` resources, READs' and atomics' (see [`super::atomic`])
+//! alike: those being answered, then the last ones answered, so that a duplicate request (its
+//! responses were lost) is answered again from where it asks, out of the resource, not from
+//! what the duplicate names. A duplicate that matches no resource reads nothing.
 
 use crate::{
     limits::MAX_MSG_SIZE,
@@ -17,7 +17,7 @@ use crate::{
         aeth::Syndrome,
         packet::{Aeth, BuildError, ExtHeaders},
         psn::Psn,
-        read::{admits, ReadResource, Response},
+        read::{admits, ReadResource, Resource, Response},
         responder::Refusal,
         wqe::access,
     },
@@ -36,14 +36,46 @@ use kernel::{
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
 
-/// A QP's read resources, oldest first.
+/// A QP's READ and atomic resources, oldest first.
 #[derive(Default)]
-pub(crate) struct Reads(KVec<ReadResource>);
+pub(crate) struct Resources(KVec<Resource>);
 
-impl Reads {
+impl Resources {
     /// Whether responses are still to go out.
     pub(crate) fn answering(&self) -> bool {
-        self.0.iter().any(ReadResource::answering)
+        self.0.iter().any(Resource::answering)
+    }
+
+    /// `Refusal::Invalid` if the requester has as many READs and atomics outstanding as it was
+    /// granted (`max_dest_rd_atomic`; none granted: none is taken, as C rxe).
+    pub(super) fn admit(&self, granted: u8) -> Result<(), Refusal> {
+        let answering = self.0.iter().filter(|r| r.answering()).count();
+        if admits(answering, granted) {
+            Ok(())
+        } else {
+            Err(Refusal::Invalid)
+        }
+    }
+
+    /// Makes room for one more: the oldest answered one goes, and the slot is allocated now, so
+    /// that [`Self::push`] cannot fail after the operation took effect.
+    pub(super) fn make_room(&mut self, granted: u8) -> Result<(), Refusal> {
+        if self.0.len() >= usize::from(granted) {
+            if let Some(i) = self.0.iter().position(|r| !r.answering()) {
+                self.0.remove(i).map_err(|_| Refusal::NotReady)?;
+            }
+        }
+        self.0.reserve(1, GFP_ATOMIC).map_err(|_| Refusal::NoMem)
+    }
+
+    /// Keeps `r` (after [`Self::make_room`]).
+    pub(super) fn push(&mut self, r: Resource) -> Result<(), Refusal> {
+        self.0.push(r, GFP_ATOMIC).map_err(|_| Refusal::NoMem)
+    }
+
+    /// The resources, oldest first.
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Resource> {
+        self.0.iter_mut()
     }
 }
 
@@ -56,25 +88,15 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal
     if reth.dma_len > MAX_MSG_SIZE {
         return Err(Refusal::Invalid);
     }
-    let max_reads = cx.inner.attr.max_dest_rd_atomic;
-    let reads = &cx.inner.resp.reads.0;
-    // The requester may have no more READs outstanding than it was granted.
-    if !admits(reads.iter().filter(|r| r.answering()).count(), max_reads) {
-        return Err(Refusal::Invalid);
-    }
+    let granted = cx.inner.attr.max_dest_rd_atomic;
+    cx.inner.resp.resources.admit(granted)?;
     let mtu = path_mtu(cx);
     check_range(cx, &reth, access::REMOTE_READ)?;
-    let reads = &mut cx.inner.resp.reads.0;
-    // Room for it: the oldest answered one goes.
-    if reads.len() >= usize::from(max_reads) {
-        if let Some(i) = reads.iter().position(|r| !r.answering()) {
-            reads.remove(i).map_err(|_| Refusal::NotReady)?;
-        }
-    }
+    cx.inner.resp.resources.make_room(granted)?;
     // The responses carry the MSN of this request, counted now.
     let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
     let r = ReadResource::new(pkt.bth.psn, reth, mtu, msn, cx.shared.pd);
-    reads.push(r, GFP_ATOMIC).map_err(|_| Refusal::NoMem)?;
+    cx.inner.resp.resources.push(Resource::Read(r))?;
     cx.inner.resp.msn = msn;
     Ok(r.npkts())
 }
@@ -85,9 +107,11 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
     let Some(reth) = pkt.ext.reth else {
         return;
     };
-    for r in inner.resp.reads.0.iter_mut() {
-        if r.rewind(pkt.bth.psn, reth.rkey) {
-            break;
+    for r in inner.resp.resources.iter_mut() {
+        if let Resource::Read(r) = r {
+            if r.rewind(pkt.bth.psn, reth.rkey) {
+                break;
+            }
         }
     }
 }
@@ -96,7 +120,10 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
 pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
     let mut budget = BATCH;
     let attr = inner.attr;
-    for r in inner.resp.reads.0.iter_mut() {
+    for r in inner.resp.resources.iter_mut() {
+        let Resource::Read(r) = r else {
+            continue;
+        };
         while let Some(response) = r.next_response() {
             if budget == 0 {
                 return true;
@@ -117,7 +144,7 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
 
 /// Goes on answering READs from the QP's work; returns whether more are left.
 pub(crate) fn resume(cx: &mut QpCtx<'_>) -> bool {
-    if !cx.inner.resp.reads.answering() {
+    if !cx.inner.resp.resources.answering() {
         return false;
     }
     cx.with_peer(|cx, xmit| answer(cx.inner, xmit))

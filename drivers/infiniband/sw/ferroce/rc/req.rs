@@ -16,7 +16,7 @@ use crate::{
     net::xmit::Xmit,
     proto::{
         opcode::{Opcode, Position},
-        packet::{BuildError, ExtHeaders, Reth},
+        packet::{AtomicEth, BuildError, ExtHeaders, Reth},
         psn::Psn,
         retry::Retries,
         window::{Entry, Kind, Started, Window},
@@ -37,6 +37,8 @@ use kernel::{
 
 /// Largest RC message (`max_msg_sz`).
 const MAX_MSG: u32 = 1 << 31;
+/// Bytes an atomic reads and writes remotely, and brings back.
+pub(crate) const ATOMIC_LEN: u32 = 8;
 /// The responder ACKs every this many packets of a long message, so the window moves on.
 const ACK_EVERY: u32 = 32;
 
@@ -74,6 +76,8 @@ impl Sent {
             Kind::Send => WcOpcode::Send,
             Kind::Write => WcOpcode::RdmaWrite,
             Kind::Read => WcOpcode::RdmaRead,
+            Kind::CompareSwap => WcOpcode::CompSwap,
+            Kind::FetchAdd => WcOpcode::FetchAdd,
         }
     }
 }
@@ -162,13 +166,15 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
 /// take.
 fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
-    // What an RC QP takes; UC: all but READ.
+    // What an RC QP takes; UC: all but READ and atomics.
     Some(match w.opcode()? {
         WrOpcode::Send => (Kind::Send, None),
         WrOpcode::SendWithImm => (Kind::Send, Some(w.imm())),
         WrOpcode::RdmaWrite => (Kind::Write, None),
         WrOpcode::RdmaWriteWithImm => (Kind::Write, Some(w.imm())),
         WrOpcode::RdmaRead if !uc => (Kind::Read, None),
+        WrOpcode::AtomicCmpAndSwp if !uc => (Kind::CompareSwap, None),
+        WrOpcode::AtomicFetchAndAdd if !uc => (Kind::FetchAdd, None),
         _ => return None,
     })
 }
@@ -190,7 +196,8 @@ fn prepare(
     };
     let room = slot_len - SEND_WQE_HEADER;
     let len = if w.send_flags() & SEND_INLINE != 0 {
-        if kind == Kind::Read || w.length() as usize > room {
+        // A READ's or an atomic's data comes back: it needs buffers.
+        if kind.awaits_response() || w.length() as usize > room {
             return Err((slot, WcStatus::LocLenErr));
         }
         w.length()
@@ -205,12 +212,15 @@ fn prepare(
             mrs,
             shared.pd,
             (0..num).map(|i| w.sge(i)),
-            kind == Kind::Read,
+            kind.awaits_response(),
         ) {
             Ok(total) => total,
             Err(status) => return Err((slot, status)),
         };
         match u32::try_from(total) {
+            // An atomic's buffer takes the 8-byte original value.
+            Ok(t) if kind.is_atomic() && t >= ATOMIC_LEN => ATOMIC_LEN,
+            Ok(_) if kind.is_atomic() => return Err((slot, WcStatus::LocLenErr)),
             Ok(t) if t <= MAX_MSG => t,
             _ => return Err((slot, WcStatus::LocLenErr)),
         }
@@ -265,7 +275,7 @@ fn send_asks(inner: &mut QpInner, xmit: &Xmit<'_>) {
             req.win
                 .asked_again(sent.entry.first().add(from), sent.entry.end());
             // A lost request is asked again by the timer.
-            let _ = send_read_request(xmit, &attr, sent, from);
+            let _ = send_request(xmit, &attr, sent, from);
         }
     }
 }
@@ -294,20 +304,20 @@ fn send_window(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>) -> bool {
         // No more READs outstanding than the peer granted (IBA C9-148 ff.): it keeps state for
         // that many, and a READ it has no room for would fail the QP. The rest wait, in order;
         // with none granted, a READ waits until the ACK timeout fails it (C rxe sends none).
-        if sent.kind() == Kind::Read && !uc {
+        if sent.kind().awaits_response() && !uc {
             let limit = usize::from(attr.max_rd_atomic);
             let outstanding = req.flight.get(..idx).map_or(0, |before| {
                 before
                     .iter()
-                    .filter(|s| s.kind() == Kind::Read && s.entry.pending())
+                    .filter(|s| s.kind().awaits_response() && s.entry.pending())
                     .count()
             });
             if outstanding >= limit {
                 break;
             }
         }
-        let res = if sent.kind() == Kind::Read {
-            send_read_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
+        let res = if sent.kind().awaits_response() {
+            send_request(xmit, &attr, sent, i).map(|()| sent.entry.end())
         } else {
             let res = send_packet(cx.shared, &attr, xmit, &req.win, pace, sent, i);
             // UC is unreliable: a packet the stack refused is a packet lost. One the pacer
@@ -333,6 +343,40 @@ fn send_window(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>) -> bool {
         }
     }
     false
+}
+
+/// Sends a READ's or an atomic's request: for a READ, asking for its responses from the
+/// `from`th on; an atomic asks for its one answer (again: the responder replays it).
+fn send_request(
+    xmit: &Xmit<'_>,
+    attr: &kernel::rdma::qp::QpAttr,
+    sent: &Sent,
+    from: u32,
+) -> Result {
+    if !sent.kind().is_atomic() {
+        return send_read_request(xmit, attr, sent, from);
+    }
+    let w = sent.wqe();
+    let mut bth = bth(
+        attr,
+        sent.kind().opcode(Position::Only, false),
+        sent.entry.first(),
+    );
+    bth.ack_req = true;
+    let (swap_add, compare) = match sent.kind() {
+        Kind::CompareSwap => (w.atomic_swap(), w.atomic_compare_add()),
+        _ => (w.atomic_compare_add(), 0),
+    };
+    let ext = ExtHeaders {
+        atomic: Some(AtomicEth {
+            va: w.atomic_remote_addr(),
+            rkey: w.atomic_rkey(),
+            swap_add,
+            compare,
+        }),
+        ..ExtHeaders::default()
+    };
+    xmit.send(&bth, &ext, &[])
 }
 
 /// Asks for a READ's responses from the `from`th on.

@@ -27,8 +27,11 @@ use crate::{
         },
     },
     qp::{QpCtx, QpInner, QpShared},
-    rc::read::{self, Reads},
     rc::{self, path_mtu},
+    rc::{
+        atomic,
+        read::{self, Resources},
+    },
     sge,
 };
 use kernel::{
@@ -93,8 +96,8 @@ pub(crate) struct Responder {
     seq: Sequencer,
     recv: Option<Receiving>,
     write: Option<Writing>,
-    /// RDMA READs being answered, and the last ones answered (for duplicates).
-    pub(crate) reads: Reads,
+    /// RDMA READs being answered, and the last READs and atomics answered (for duplicates).
+    pub(crate) resources: Resources,
 }
 
 /// Takes a request for this QP.
@@ -134,6 +137,9 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
                 // Answered again only from where the requester lost it, and only if it is one
                 // of the READs this QP answered: a forged one reads nothing.
                 read::duplicate(cx.inner, pkt);
+            } else if pkt.info.kind == OpKind::Atomic {
+                // Its saved answer again, if kept; the word is not changed twice.
+                atomic::duplicate(cx.inner, xmit, pkt);
             } else if pkt.bth.ack_req {
                 // Its ACK was lost (or is late): say again how far we are.
                 ack(xmit, cx.inner, expected.add(Psn::MASK), Syndrome::Ack);
@@ -150,10 +156,15 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
                 counters.inc(Counter::RcvdPkts);
             })
         }
+        OpKind::Atomic => {
+            counters.inc(Counter::RxAtomicRequests);
+            atomic::start(cx, xmit, pkt).map(|()| counters.inc(Counter::RcvdPkts))
+        }
         _ => send_or_write(cx, pkt, counters),
     };
     match res {
-        Ok(()) if pkt.info.kind == OpKind::ReadRequest => {}
+        // Its responses carry the answer (and moved the expected PSN).
+        Ok(()) if matches!(pkt.info.kind, OpKind::ReadRequest | OpKind::Atomic) => {}
         Ok(()) => {
             cx.inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
