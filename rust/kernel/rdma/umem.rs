@@ -13,13 +13,15 @@ use core::{ptr::NonNull, sync::atomic::AtomicU64};
 ///
 /// # Invariants
 ///
-/// `umem` is a live umem we own; `pages` are its pages in order, pinned while `umem` lives;
-/// the region starts `offset` bytes into the first page and is `len` bytes long.
+/// `umem` is a live umem we own; `pages` are its pages in order, pinned while `umem` lives (for
+/// writing if `writable`); the region starts `offset` bytes into the first page and is `len`
+/// bytes long.
 pub struct UserMem {
     umem: NonNull<bindings::ib_umem>,
     pages: KVVec<NonNull<bindings::page>>,
     offset: usize,
     len: usize,
+    writable: bool,
 }
 
 impl UserMem {
@@ -43,11 +45,15 @@ impl UserMem {
         })?;
         // SAFETY: `from_err_ptr` returned a valid pointer.
         let umem = unsafe { NonNull::new_unchecked(umem) };
+        // SAFETY: `umem` is live; the core set `writable` when it pinned the pages for writing
+        // (any access a write may come through), and never changes it.
+        let writable = unsafe { umem.as_ref().writable() } != 0;
         let mut this = Self {
             umem,
             pages: KVVec::new(),
             offset: addr_ul % bindings::PAGE_SIZE,
             len: len_sz,
+            writable,
         };
         this.collect_pages()?;
         Ok(this)
@@ -115,7 +121,9 @@ impl UserMem {
 
     /// Runs `f` on the 8 bytes at `offset` as one atomic 64-bit word, for an RDMA atomic:
     /// `EINVAL` unless they lie in the region and are 8-byte aligned in memory (so within one
-    /// page). Concurrent atomics on the word, from any CPU, are serialised by the hardware.
+    /// page), `EPERM` unless the region was pinned for writing. Concurrent atomics on the word,
+    /// from any CPU, are serialised by the hardware; plain copies into it (an RDMA WRITE through
+    /// [`Self::write`], the process's stores) are not, as on any RDMA device.
     ///
     /// # Examples
     ///
@@ -127,6 +135,9 @@ impl UserMem {
     /// let orig = mem.with_atomic_u64(at, |w| w.fetch_add(1, Ordering::SeqCst))?;
     /// ```
     pub fn with_atomic_u64<R>(&self, offset: usize, f: impl FnOnce(&AtomicU64) -> R) -> Result<R> {
+        if !self.writable {
+            return Err(EPERM);
+        }
         match offset.checked_add(8) {
             Some(end) if end <= self.len => {}
             _ => return Err(EINVAL),
@@ -137,11 +148,10 @@ impl UserMem {
         }
         let (index, in_page) = (pos / bindings::PAGE_SIZE, pos % bindings::PAGE_SIZE);
         let page = self.pages.get(index).ok_or(EINVAL)?;
-        // SAFETY: `page` is pinned (for writing: regions with remote atomic access are) while
-        // `self` lives; the local mapping lives until `kunmap_local` below, and the reference
-        // does not outlive `f`. The word is 8-byte aligned (checked above; pages are) and lies
-        // within the page. The process may access it too: through an atomic, the kernel only
-        // ever sees whole values.
+        // SAFETY: `page` is pinned for writing (checked above) while `self` lives; the local
+        // mapping lives until `kunmap_local` below, and the reference does not outlive `f`. The
+        // word is 8-byte aligned (checked above; pages are) and lies within the page. The
+        // process may access it too: through an atomic, the kernel only ever sees whole values.
         unsafe {
             let va = bindings::kmap_local_page(page.as_ptr()).cast::<u8>();
             let res = f(&*va.add(in_page).cast::<AtomicU64>());
@@ -150,8 +160,11 @@ impl UserMem {
         }
     }
 
-    /// Copies `data` into the region at `offset`.
+    /// Copies `data` into the region at `offset`; `EPERM` unless it was pinned for writing.
     pub fn write(&self, offset: usize, data: &[u8]) -> Result {
+        if !self.writable {
+            return Err(EPERM);
+        }
         self.for_each_piece(offset, data.len(), |va, at, n| {
             // SAFETY: `va` maps `n` bytes; `data[at..at + n]` is in bounds by construction.
             unsafe { core::ptr::copy_nonoverlapping(data.as_ptr().add(at), va, n) }

@@ -824,6 +824,16 @@ class InjectedAtomics(Injecting, unittest.TestCase):
         self.inject("rc_fetch_add", ("duplicate_request",), add=2, rkey=mr.rkey, va=mr.buf)
         self.assertEqual((self.word(0), self.word()), (0, 7))
 
+    def test_an_atomic_inside_a_write_breaks_its_sequence(self):
+        # A READ or an atomic is a message of its own: in the middle of a WRITE it is an
+        # invalid request (class C), and the word stays as it was.
+        mr = self.ep.mr
+        self.inject("rc_write_first", ("rx_write_requests",), rkey=mr.rkey, va=mr.buf + 64,
+                    length=2048, payload=1024)
+        self.inject("rc_fetch_add", ("rx_atomic_requests", "resp_invalid_request"),
+                    psn=RQ_PSN + 1, rkey=mr.rkey, va=mr.buf)
+        self.assertEqual(self.word(0), 0)
+
     def test_atomics_that_may_not_be_done_change_nothing(self):
         req = "rx_atomic_requests"
         # (address offset, rkey flip, counter): misaligned, a wrong key, past the region; each

@@ -83,7 +83,8 @@ pub(crate) fn duplicate(inner: &mut QpInner, xmit: &Xmit<'_>, pkt: &Packet<'_>) 
         return;
     };
     let psn = pkt.bth.psn;
-    let found = inner.resp.resources.iter_mut().find_map(|r| match r {
+    // The newest first: one kept from 2^24 PSNs ago may share the PSN.
+    let found = inner.resp.resources.iter_mut().rev().find_map(|r| match r {
         Resource::Atomic(r) => r.replay(psn, a.rkey, a.va),
         Resource::Read(_) => None,
     });

@@ -74,7 +74,7 @@ impl Resources {
     }
 
     /// The resources, oldest first.
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Resource> {
+    pub(super) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Resource> {
         self.0.iter_mut()
     }
 }
@@ -107,7 +107,8 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
     let Some(reth) = pkt.ext.reth else {
         return;
     };
-    for r in inner.resp.resources.iter_mut() {
+    // The newest first: one kept from 2^24 PSNs ago may hold the PSN too.
+    for r in inner.resp.resources.iter_mut().rev() {
         if let Resource::Read(r) = r {
             if r.rewind(pkt.bth.psn, reth.rkey) {
                 break;

@@ -304,12 +304,15 @@ fn send_window(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>) -> bool {
         // No more READs outstanding than the peer granted (IBA C9-148 ff.): it keeps state for
         // that many, and a READ it has no room for would fail the QP. The rest wait, in order;
         // with none granted, a READ waits until the ACK timeout fails it (C rxe sends none).
+        // One answered but not yet completed still holds its credit: the responder may keep
+        // its resource (an atomic's saved answer) until the requester moves past it, and an
+        // earlier WQE's lost answer may still need it.
         if sent.kind().awaits_response() && !uc {
             let limit = usize::from(attr.max_rd_atomic);
             let outstanding = req.flight.get(..idx).map_or(0, |before| {
                 before
                     .iter()
-                    .filter(|s| s.kind().awaits_response() && s.entry.pending())
+                    .filter(|s| s.kind().awaits_response() && s.entry.status() == WcStatus::Success)
                     .count()
             });
             if outstanding >= limit {

@@ -151,14 +151,18 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
     let res = match pkt.info.kind {
         OpKind::ReadRequest => {
             counters.inc(Counter::RxReadRequests);
-            read::start(cx, pkt).map(|npkts| {
-                cx.inner.attr.rq_psn = psn.add(npkts).get();
-                counters.inc(Counter::RcvdPkts);
-            })
+            between_messages(cx.inner)
+                .and_then(|()| read::start(cx, pkt))
+                .map(|npkts| {
+                    cx.inner.attr.rq_psn = psn.add(npkts).get();
+                    counters.inc(Counter::RcvdPkts);
+                })
         }
         OpKind::Atomic => {
             counters.inc(Counter::RxAtomicRequests);
-            atomic::start(cx, xmit, pkt).map(|()| counters.inc(Counter::RcvdPkts))
+            between_messages(cx.inner)
+                .and_then(|()| atomic::start(cx, xmit, pkt))
+                .map(|()| counters.inc(Counter::RcvdPkts))
         }
         _ => send_or_write(cx, pkt, counters),
     };
@@ -232,6 +236,16 @@ pub(crate) fn on_uc_request(
         }
     }
     Ok(())
+}
+
+/// `Refusal::Invalid` while a SEND or WRITE is under way: a READ or an atomic is a message of
+/// its own, and one in the middle of another breaks the opcode sequence (as C rxe finds too).
+fn between_messages(inner: &QpInner) -> Result<(), Refusal> {
+    if inner.resp.recv.is_some() || inner.resp.write.is_some() {
+        Err(Refusal::Invalid)
+    } else {
+        Ok(())
+    }
 }
 
 /// Forgets the SEND or WRITE under way.
