@@ -41,7 +41,7 @@ our_doctests=$(cd "$here/.." && find rust/kernel -name '*.rs' | sed 's|^rust/ker
 # count (the rest are the kernel's own).
 kunit() {
 	modprobe rdma_rxe || { record fail kunit "ferroce_proto/modprobe"; return; }
-	local f suite line name ours
+	local f suite line name ours w1 w2 w3 w4
 	for f in /sys/kernel/debug/kunit/*/results; do
 		suite=$(basename "$(dirname "$f")")
 		case $suite in
@@ -53,10 +53,10 @@ kunit() {
 		[ -n "$ours" ] || sed 's/^/#   /' "$f"
 		# Test cases are the indented result lines; the suite's own line is not counted.
 		while read -r line; do
-			case "$line" in
-			"not ok "*) name=$(echo "$line" | awk '{print $4}') ;;
-			*) name=$(echo "$line" | awk '{print $3}') ;;
-			esac
+			# "ok N NAME ..." or "not ok N NAME ...", without a process per line (hundreds of
+			# doc examples under TCG).
+			read -r w1 w2 w3 w4 _ <<<"$line"
+			if [ "$w1" = not ]; then name=$w4; else name=$w3; fi
 			[ -z "$ours" ] || [[ $name =~ $ours ]] || continue
 			[ -z "$ours" ] || echo "#   $line"
 			case "$line" in

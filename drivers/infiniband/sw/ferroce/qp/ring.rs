@@ -74,10 +74,9 @@ impl WorkRing {
         }
         let mut slot = KVec::new();
         slot.resize(self.slot_len(), 0u8, GFP_ATOMIC)?;
-        Ok(self
-            .peek_at(cons, pos, &mut slot)
-            .unwrap_or(false)
-            .then_some(slot))
+        // Posted, checked above: read it without asking the producer index again.
+        let read = self.0.mem.read(self.0.geo.slot_offset(pos), &mut slot);
+        Ok(read.is_ok().then_some(slot))
     }
 
     /// The ring position after `pos`.

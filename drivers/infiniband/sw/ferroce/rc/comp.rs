@@ -19,7 +19,7 @@ use crate::{
         retry::Retries,
         timeouts::rnr_delay_us,
         window::{read_response_fits, Kind, Place, ReadOutcome},
-        wqe::{Completion, WcStatus, SEND_SIGNALED, SEND_WQE_HEADER, SGE_SIZE},
+        wqe::{Completion, WcStatus, SEND_SIGNALED},
     },
     qp::{QpCtx, QpInner},
     rc::{
@@ -255,14 +255,10 @@ fn on_atomic_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
     let Some(sent) = req.flight.get_mut(idx) else {
         return Ok(false);
     };
-    let w = sent.wqe();
-    let num = (w.num_sge() as usize).min((cx.shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
     let mrs = &cx.qp.device().data().mrs;
     // The value in host order, as the process reads its 8-byte buffer.
     let value = orig.to_ne_bytes();
-    if let Err(status) =
-        sge::scatter_bytes(mrs, cx.shared.pd, (0..num).map(|i| w.sge(i)), 0, &value)
-    {
+    if let Err(status) = sge::scatter_bytes(mrs, cx.shared.pd, sent.sges(), 0, &value) {
         sent.entry.fail(status);
         req.stopped = true;
         return Ok(false);
@@ -311,16 +307,8 @@ fn on_read_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop
         return Err(QpDrop::BadLength);
     }
     let off = index as usize * sent.mtu as usize;
-    let w = sent.wqe();
-    let num = (w.num_sge() as usize).min((cx.shared.sq.slot_len() - SEND_WQE_HEADER) / SGE_SIZE);
     let mrs = &cx.qp.device().data().mrs;
-    if let Err(status) = sge::scatter(
-        mrs,
-        cx.shared.pd,
-        (0..num).map(|i| w.sge(i)),
-        off,
-        &pkt.payload,
-    ) {
+    if let Err(status) = sge::scatter(mrs, cx.shared.pd, sent.sges(), off, &pkt.payload) {
         sent.entry.fail(status);
         req.stopped = true;
         return Ok(false);

@@ -21,8 +21,8 @@ use crate::{
         retry::Retries,
         window::{Entry, Kind, Started, Window},
         wqe::{
-            SendWqe, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER,
-            SGE_SIZE,
+            SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED,
+            SEND_WQE_HEADER, SGE_SIZE,
         },
     },
     qp::{tx::TX_BUDGET, QpCtx, QpInner, QpShared},
@@ -65,6 +65,14 @@ impl Started for Sent {
 impl Sent {
     pub(crate) fn wqe(&self) -> SendWqe<'_> {
         SendWqe::new(&self.slot)
+    }
+
+    /// Its SGEs: as many as it names and its slot (a ring slot's copy) holds.
+    pub(crate) fn sges(&self) -> impl Iterator<Item = Option<Sge>> + Clone + '_ {
+        let slot = &self.slot[..];
+        let room = slot.len().saturating_sub(SEND_WQE_HEADER) / SGE_SIZE;
+        let num = (self.wqe().num_sge() as usize).min(room);
+        (0..num).map(move |i| SendWqe::new(slot).sge(i))
     }
 
     pub(crate) fn kind(&self) -> Kind {
