@@ -337,6 +337,8 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
     /// Has a system image GUID.
     pub const SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    /// Does RC ATOMIC WRITE (IBA 1.5).
+    pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }
 
 /// Kernel capability flags (`IBK_*`) for [`DeviceAttrs::kernel_cap_flags`].

@@ -184,6 +184,11 @@ impl QpState {
     pub fn can_send(self) -> bool {
         matches!(self, Self::Rts | Self::Sqd)
     }
+
+    /// Whether a send posted now is an error (`EINVAL`): the QP has not reached RTS.
+    pub fn refuses_sends(self) -> bool {
+        matches!(self, Self::Reset | Self::Init | Self::Rtr)
+    }
 }
 
 /// Work queue sizes (`struct ib_qp_cap`).

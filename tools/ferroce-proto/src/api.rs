@@ -225,9 +225,11 @@ pub fn fuzz_rc(data: &[u8]) {
                     Kind::Read,
                     Kind::CompareSwap,
                     Kind::FetchAdd,
+                    Kind::AtomicWrite,
                 ];
-                let kind = kinds[(arg % 5) as usize];
-                let n = if kind.is_atomic() { 1 } else { 1 + arg % 40 };
+                let kind = kinds[(arg % 6) as usize];
+                let one = kind.is_atomic() || kind == Kind::AtomicWrite;
+                let n = if one { 1 } else { 1 + arg % 40 };
                 e.push(Entry::new(kind, w.assign(n), n));
             }
             1 => w.send_allowed(&e, arg),
@@ -242,6 +244,7 @@ pub fn fuzz_rc(data: &[u8]) {
                 if let ReadOutcome::Next { idx, index } = outcome {
                     assert!(e[idx].kind().awaits_response());
                     assert!(e[idx].kind().is_atomic() == (arg & 1 == 1));
+                    assert!(e[idx].kind().reads() == (arg & 1 == 0));
                     w.read_landed(&mut e, idx, index);
                 }
             }

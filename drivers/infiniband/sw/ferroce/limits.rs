@@ -23,7 +23,8 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_qp_wr: 1 << 14,
     device_cap_flags: device_cap::RC_RNR_NAK_GEN
         | device_cap::PORT_ACTIVE_EVENT
-        | device_cap::SYS_IMAGE_GUID,
+        | device_cap::SYS_IMAGE_GUID
+        | device_cap::ATOMIC_WRITE,
     kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
     max_send_sge: 32,
     max_recv_sge: 32,

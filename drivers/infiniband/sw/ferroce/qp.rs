@@ -410,6 +410,8 @@ impl FerroceQp {
                 inner: &mut inner,
             };
             match (cx.inner.attr.state, this.qp_type) {
+                // As the C rxe: a QP not yet ready to send refuses the doorbell.
+                (s, _) if s.refuses_sends() => (Err(EINVAL), false),
                 (QpState::Err, _) => (this.flush(qp, cx.inner), false),
                 (s, QpType::Ud) if s.can_send() => (Ok(()), ud::send::push(&mut cx)),
                 (s, QpType::Rc | QpType::Uc) if s.can_send() => (Ok(()), rc::req::push(&mut cx)),
@@ -427,7 +429,7 @@ impl FerroceQp {
     /// A kernel consumer posts a send: queued for the QP's work.
     pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
         let this = &qp.data().shared;
-        if !this.kernel {
+        if !this.kernel || this.inner.lock().attr.state.refuses_sends() {
             return Err(EINVAL);
         }
         this.kq.post_send(wr)?;

@@ -80,7 +80,7 @@ class Injecting:
         after = counters(DEV)
         rose = {n: after[n] - before[n] for n in after
                 if after[n] != before[n] and (n in watched or n.startswith("rcvd_drop_"))}
-        self.assertEqual(rose, dict.fromkeys(rises, 1), case)
+        self.assertEqual(rose, dict.fromkeys(rises, 1), f"{case} {kw}")
 
 
 class InjectedRequests(Injecting, unittest.TestCase):
@@ -852,6 +852,44 @@ class InjectedAtomics(Injecting, unittest.TestCase):
         connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
         self.inject("rc_fetch_add", (req, "resp_remote_access_errors"), rkey=self.ep.mr.rkey,
                     va=self.ep.mr.buf)
+        self.assertEqual(self.ep.mr.read(MR_LEN, 0), bytes(MR_LEN))
+
+    def test_an_atomic_write_stores_its_word_once(self):
+        mr = self.ep.mr
+        at = dict(rkey=mr.rkey, va=mr.buf + 8, length=8)
+        self.inject("rc_atomic_write", ("rx_write_requests",), **at)
+        self.assertEqual(mr.read(8, 8), b"\xa5" * 8)
+        # Its answer was lost and it comes again: answered, not stored again.
+        mr.write(bytes(8), 8, 8)
+        for _ in range(3):
+            self.inject("rc_atomic_write", ("duplicate_request",), **at)
+        self.assertEqual(mr.read(MR_LEN, 0), bytes(MR_LEN))
+        # The next PSN stores again.
+        self.inject("rc_atomic_write", ("rx_write_requests",), psn=RQ_PSN + 1, **at)
+        self.assertEqual(mr.read(8, 8), b"\xa5" * 8)
+
+    def test_atomic_writes_that_may_not_be_done_change_nothing(self):
+        req = "rx_write_requests"
+        # (address offset, rkey flip, RETH length, payload, counter): misaligned, not 8 bytes
+        # (RETH or payload), a wrong key, past the region; each a class C error (the QP goes to
+        # error, so each gets a fresh one).
+        invalid = "resp_invalid_request"
+        access = "resp_remote_access_errors"
+        cases = [(4, 0, 8, 8, invalid), (0, 0, 16, 16, invalid), (0, 0, 8, 4, invalid),
+                 (0, 0, 4, 4, invalid), (0, 0x80, 8, 8, access), (MR_LEN, 0, 8, 8, access)]
+        for off, flip, length, payload, counter in cases:
+            mr = self.ep.mr
+            self.inject("rc_atomic_write", (req, counter), rkey=mr.rkey ^ flip, va=mr.buf + off,
+                        length=length, payload=payload)
+            self.assertEqual(mr.read(MR_LEN, 0), bytes(MR_LEN), (off, flip, length, payload))
+            self.ep.close()
+            self.setUp()
+        # A QP that no longer grants remote writes (changed in RTS) refuses one.
+        qa = QPAttr()
+        qa.qp_access_flags = e.IBV_ACCESS_REMOTE_READ
+        self.ep.qp.modify(qa, e.IBV_QP_ACCESS_FLAGS)
+        self.inject("rc_atomic_write", (req, access), rkey=self.ep.mr.rkey, va=self.ep.mr.buf,
+                    length=8)
         self.assertEqual(self.ep.mr.read(MR_LEN, 0), bytes(MR_LEN))
 
 

@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 12
+ktap_set_plan 13
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -65,9 +65,13 @@ ktap_test_result "rdma-core pyverbs: test_atomic (RC)" rdma_core_tests \
 	$AT.test_atomic_cmp_and_swap $AT.test_atomic_fetch_and_add $AT.test_atomic_invalid_qp_access \
 	$AT.test_atomic_invalid_mr_access $AT.test_atomic_non_aligned_addr \
 	$AT.test_atomic_invalid_lkey $AT.test_atomic_invalid_rkey
-ktap_test_result "rdma-core pyverbs: test_qpex atomics (RC)" rdma_core_tests \
+ktap_test_result "rdma-core pyverbs: test_qpex atomics and atomic write (RC)" rdma_core_tests \
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp \
-	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add \
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write
+# A send posted to a QP not yet in RTS fails at once (EINVAL), as on the C rxe.
+ktap_test_result "rdma-core pyverbs: test_qpex post_send in a bad QP state" rdma_core_tests \
+	tests.test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
 
 # removed_under_a_process HOW: a process holds mapped CQ/QP rings, a pinned MR and a PD while
 # the device goes (HOW: "netdev" deletes the veth, "rmmod" unloads the module). The process

@@ -45,6 +45,7 @@ RC_RDMA_READ_RESPONSE_ONLY = 0x10
 RC_ACKNOWLEDGE = 0x11
 RC_COMPARE_SWAP = 0x13
 RC_FETCH_ADD = 0x14
+RC_ATOMIC_WRITE = 0x1d
 UC_SEND_FIRST = 0x20
 UC_SEND_MIDDLE = 0x21
 UC_SEND_LAST = 0x22
@@ -210,6 +211,10 @@ def build(case, args):
         return frame(args, transport(RC_COMPARE_SWAP, q, p,
                                      ext=atomic_eth(args.va, args.rkey, args.swap, args.compare),
                                      ackreq=True))
+    if case == "rc_atomic_write":
+        return frame(args, transport(RC_ATOMIC_WRITE, q, p,
+                                     ext=reth(args.va, args.rkey, args.length),
+                                     payload=filler, ackreq=True))
     if case == "rc_read_response":
         return frame(args, transport(RC_RDMA_READ_RESPONSE_ONLY, q, p, ext=aeth(0x1f, 0),
                                      payload=filler))
@@ -225,7 +230,7 @@ CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opco
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
 RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack",
-            "rc_read_response", "rc_fetch_add", "rc_cmp_swap"]
+            "rc_read_response", "rc_fetch_add", "rc_cmp_swap", "rc_atomic_write"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
@@ -418,7 +423,8 @@ def parse_args(argv):
     ap.add_argument("--compare", type=int_arg, default=0, help="what rc_cmp_swap compares with")
     ap.add_argument("--swap", type=int_arg, default=1, help="what rc_cmp_swap swaps in")
     ap.add_argument("--payload", type=int_arg, default=None,
-                    help="payload bytes of rc_write/rc_send/uc_* (default --length)")
+                    help="payload bytes of rc_write/rc_send/rc_atomic_write/uc_* "
+                    "(default --length)")
     ap.add_argument("--syndrome", type=int_arg, default=0x1f,
                     help="AETH syndrome of rc_ack (default 0x1f, an ACK)")
     ap.add_argument("--pkey", type=int_arg, default=0xffff, help="P_Key (default 0xffff)")

@@ -218,6 +218,13 @@ class ShapeTest(unittest.TestCase):
         self.assertEqual((cs[0], struct.unpack("!QIQQ", cs[12:40])),
                          (ri.RC_COMPARE_SWAP, (0x7f0000001008, 0x1234, 9, 5)))
 
+    def test_an_atomic_write_carries_a_reth_and_its_word(self):
+        argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x7f0000001008", "--length", "8"]
+        aw = split(build("rc_atomic_write", argv))[2]
+        self.assertEqual((aw[0], aw[8] >> 7, len(aw)), (ri.RC_ATOMIC_WRITE, 1, 12 + 16 + 8 + 4))
+        self.assertEqual(struct.unpack("!QII", aw[12:28]), (0x7f0000001008, 0x1234, 8))
+        self.assertEqual(aw[28:-4], b"\xa5" * 8)
+
     def test_uc_requests_for_a_live_qp(self):
         argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x1000", "--length", "16", "--psn", "7"]
         ops = {"uc_send_first": 0x20, "uc_send_middle": 0x21, "uc_send_last": 0x22,

@@ -210,6 +210,22 @@ impl Payload<'_> {
         self.len == 0
     }
 
+    /// Copies the whole payload into `out`, which must be exactly as long: `EINVAL` if not.
+    pub(crate) fn copy_to(&self, out: &mut [u8]) -> Result {
+        if out.len() != self.len {
+            return Err(EINVAL);
+        }
+        self.for_each(
+            |at, piece| {
+                out.get_mut(at..at + piece.len())
+                    .ok_or(EINVAL)?
+                    .copy_from_slice(piece);
+                Ok(())
+            },
+            EINVAL,
+        )
+    }
+
     /// Calls `f(offset in the payload, bytes)` for each contiguous piece, in order; the first
     /// error ends the walk and is returned. `f` must not sleep.
     pub(crate) fn for_each<E: Copy>(

@@ -34,6 +34,8 @@ pub(crate) enum OpKind {
     ReadResponse,
     /// Atomic compare-and-swap or fetch-and-add request.
     Atomic,
+    /// ATOMIC WRITE request: 8 bytes stored whole, answered as a zero-length READ (IBA 1.5).
+    AtomicWrite,
     /// ACK or NAK.
     Ack,
     /// Response to an atomic request, carrying the original value.
@@ -178,7 +180,7 @@ impl OpInfo {
     pub(crate) const fn has_payload(&self) -> bool {
         matches!(
             self.kind,
-            OpKind::Send | OpKind::Write | OpKind::ReadResponse
+            OpKind::Send | OpKind::Write | OpKind::ReadResponse | OpKind::AtomicWrite
         )
     }
 
@@ -203,7 +205,11 @@ impl OpInfo {
     pub(crate) const fn is_request(&self) -> bool {
         matches!(
             self.kind,
-            OpKind::Send | OpKind::Write | OpKind::ReadRequest | OpKind::Atomic
+            OpKind::Send
+                | OpKind::Write
+                | OpKind::ReadRequest
+                | OpKind::Atomic
+                | OpKind::AtomicWrite
         )
     }
 
@@ -337,6 +343,8 @@ opcodes! {
     RcSendLastInv = 0x16: Rc, Send, Last, [Ieth];
     /// RC SEND only with invalidate.
     RcSendOnlyInv = 0x17: Rc, Send, Only, [Ieth];
+    /// RC ATOMIC WRITE.
+    RcAtomicWrite = 0x1d: Rc, AtomicWrite, Only, [Reth];
     /// UC SEND first.
     UcSendFirst = 0x20: Uc, Send, First, [];
     /// UC SEND middle.
@@ -412,7 +420,7 @@ mod tests {
             .filter(|&b| Opcode::from_u8(b).is_some())
             .count();
         assert_eq!(known, Opcode::ALL.len());
-        assert_eq!(known, 23 + 12 + 2 + 1);
+        assert_eq!(known, 24 + 12 + 2 + 1);
     }
 
     #[test]
@@ -451,6 +459,7 @@ mod tests {
         assert_eq!(len(0x12), 24);
         assert_eq!(len(0x13), 40);
         assert_eq!(len(0x17), 16);
+        assert_eq!(len(0x1d), 28);
         assert_eq!(len(0x64), 20);
         assert_eq!(len(0x65), 24);
         assert_eq!(len(0x81), 28);

@@ -40,13 +40,23 @@ pub(crate) enum Kind {
     CompareSwap,
     /// An atomic fetch and add.
     FetchAdd,
+    /// An ATOMIC WRITE: 8 bytes out, a zero-length read response back.
+    AtomicWrite,
 }
 
 impl Kind {
     /// Whether only responses of its own answer it (a READ's data, an atomic's original value):
     /// an ACK past it means they were lost, and it asks again.
     pub(crate) const fn awaits_response(self) -> bool {
-        matches!(self, Kind::Read | Kind::CompareSwap | Kind::FetchAdd)
+        matches!(
+            self,
+            Kind::Read | Kind::CompareSwap | Kind::FetchAdd | Kind::AtomicWrite
+        )
+    }
+
+    /// Whether read responses answer it.
+    pub(crate) const fn reads(self) -> bool {
+        matches!(self, Kind::Read | Kind::AtomicWrite)
     }
 
     /// Whether it is an atomic.
@@ -61,6 +71,7 @@ impl Kind {
             (Kind::Read, _, _) => Opcode::RcReadRequest,
             (Kind::CompareSwap, _, _) => Opcode::RcCompareSwap,
             (Kind::FetchAdd, _, _) => Opcode::RcFetchAdd,
+            (Kind::AtomicWrite, _, _) => Opcode::RcAtomicWrite,
             (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
             (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
             (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
@@ -548,7 +559,7 @@ impl Window {
 
     /// A read response with `psn` (already placed [`Place::Current`]).
     pub(crate) fn read_response(&mut self, entries: &mut [impl Started], psn: Psn) -> ReadOutcome {
-        self.response(entries, psn, |k| k == Kind::Read)
+        self.response(entries, psn, Kind::reads)
     }
 
     /// An atomic ACK with `psn` (already placed [`Place::Current`]): the original value of the
@@ -971,6 +982,31 @@ mod tests {
         assert_eq!(w.una(), psn(13));
         assert_eq!(w.read_response(&mut e, psn(11)), ReadOutcome::Duplicate);
         assert_eq!(w.read_response(&mut e, psn(13)), ReadOutcome::NotOurs);
+    }
+
+    #[test]
+    fn an_atomic_write_is_answered_by_a_read_response_only() {
+        let info = OpInfo::lookup(Kind::AtomicWrite.opcode(Position::Only, false) as u8).unwrap();
+        assert_eq!((info.kind, info.hdr_len), (OpKind::AtomicWrite, 28));
+        assert!(info.has_payload() && info.requires_ack());
+        let (mut w, mut e) = sent(
+            Psn::MASK,
+            &[(Kind::Send, 2), (Kind::AtomicWrite, 1), (Kind::FetchAdd, 1)],
+        );
+        // An atomic ACK at its PSN is not its answer.
+        assert_eq!(w.atomic_response(&mut e, psn(1)), ReadOutcome::NotOurs);
+        // Its empty read response answers it and the SEND before it.
+        assert_eq!(
+            w.read_response(&mut e, psn(1)),
+            ReadOutcome::Next { idx: 1, index: 0 }
+        );
+        w.read_landed(&mut e, 1, 0);
+        assert!(e[0].finished() && e[1].finished() && !e[2].finished());
+        assert_eq!(w.read_response(&mut e, psn(1)), ReadOutcome::Duplicate);
+        // An ACK past it before its answer: the answer was lost, it asks again.
+        let (mut w, mut e) = sent(0, &[(Kind::AtomicWrite, 1), (Kind::Send, 1)]);
+        w.ack(&mut e, psn(1));
+        assert!(!e[0].finished());
     }
 
     /// Feeds responses `from..to` of the READ at `idx` that do not land (they lie past a gap).

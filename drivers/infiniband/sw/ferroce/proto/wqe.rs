@@ -379,6 +379,12 @@ impl<'a> SendWqe<'a> {
         self.0
             .get(SEND_WQE_HEADER..SEND_WQE_HEADER.checked_add(len)?)
     }
+
+    /// The 8 bytes an ATOMIC WRITE stores, as the process wrote them (`dma.atomic_wr`, where
+    /// inline data goes); `None` if the slot is too short to hold them.
+    pub(crate) fn atomic_write_value(&self) -> Option<[u8; 8]> {
+        self.inline_data(8)?.try_into().ok()
+    }
 }
 
 /// A UD address vector (`struct rxe_av`).
@@ -551,6 +557,10 @@ mod tests {
         );
         assert_eq!(w.sge(2), None);
         assert_eq!(w.inline_data(4), Some(&b[208..212]));
+        // An ATOMIC WRITE's 8 bytes sit where inline data does; a slot without them has none.
+        let word: [u8; 8] = b[208..216].try_into().unwrap();
+        assert_eq!(w.atomic_write_value(), Some(word));
+        assert_eq!(SendWqe::new(&b[..215]).atomic_write_value(), None);
         // A short copy decodes as zeros, never out of bounds.
         let short = SendWqe::new(&b[..10]);
         assert_eq!(

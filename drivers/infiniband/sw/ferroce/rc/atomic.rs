@@ -8,20 +8,23 @@
 //! Each one is a responder resource (as a READ is, within `max_dest_rd_atomic`): its original
 //! value is kept, so that a duplicate request (the ACK was lost) gets the same answer and the
 //! word is not changed twice.
+//!
+//! An ATOMIC WRITE stores 8 bytes whole; IBA answers it as a zero-length READ, so its resource
+//! is one: a duplicate gets the empty response again and stores nothing.
 
 use crate::{
     net::{recv::Packet, xmit::Xmit},
     proto::{
         aeth::Syndrome,
         opcode::Opcode,
-        packet::{Aeth, AtomicAckEth, ExtHeaders},
+        packet::{Aeth, AtomicAckEth, ExtHeaders, Reth},
         psn::Psn,
-        read::{AtomicResult, Resource},
+        read::{AtomicResult, ReadResource, Resource},
         responder::Refusal,
         wqe::access,
     },
     qp::{QpCtx, QpInner},
-    rc::{self, resp::granted},
+    rc::{self, path_mtu, resp::granted},
     sge,
 };
 use core::sync::atomic::Ordering;
@@ -73,6 +76,48 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Re
     cx.inner.resp.msn = msn;
     cx.inner.attr.rq_psn = psn.add(1).get();
     send_ack(xmit, cx.inner, psn, orig, msn);
+    Ok(())
+}
+
+/// Takes an ATOMIC WRITE in sequence: checks it, stores its 8 bytes in one store, and keeps a
+/// zero-length READ resource whose response answers it (sent by [`rc::read::answer`]).
+pub(crate) fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
+    let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
+    granted(cx, Access::RemoteWrite)?;
+    // IBA oA19-28: exactly one naturally aligned word; anything else is an invalid request.
+    let mut value = [0u8; WORD as usize];
+    if reth.dma_len != WORD || pkt.bth.pad != 0 || reth.va % u64::from(WORD) != 0 {
+        return Err(Refusal::Invalid);
+    }
+    pkt.payload
+        .copy_to(&mut value)
+        .map_err(|_| Refusal::Invalid)?;
+    let granted = cx.inner.attr.max_dest_rd_atomic;
+    cx.inner.resp.resources.admit(granted)?;
+    let mrs = &cx.dev().mrs;
+    let (mr, at) = sge::remote(
+        mrs,
+        cx.shared.pd,
+        reth.rkey,
+        reth.va,
+        WORD,
+        access::REMOTE_WRITE,
+    )
+    .ok_or(Refusal::Access)?;
+    cx.inner.resp.resources.make_room(granted)?;
+    // The bytes as they came: the requester's process wrote them in its memory's order.
+    mr.mem
+        .with_atomic_u64(at, |word| {
+            word.store(u64::from_ne_bytes(value), Ordering::SeqCst)
+        })
+        .map_err(|_| Refusal::Invalid)?;
+    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let answer = Reth { dma_len: 0, ..reth };
+    let r = ReadResource::new(pkt.bth.psn, answer, path_mtu(cx), msn, cx.shared.pd);
+    // Room was made: this does not fail.
+    cx.inner.resp.resources.push(Resource::Read(r))?;
+    cx.inner.resp.msn = msn;
+    cx.inner.attr.rq_psn = pkt.bth.psn.add(1).get();
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use crate::{
     net::recv::{Packet, QpDrop},
     proto::{
         aeth::{Nak, Syndrome},
-        opcode::OpKind,
+        opcode::{OpKind, Position},
         psn::Psn,
         retry::Retries,
         timeouts::rnr_delay_us,
@@ -292,9 +292,17 @@ fn on_read_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop
     let Some(sent) = req.flight.get_mut(idx) else {
         return Ok(false);
     };
+    let pos = pkt.info.position;
+    if sent.kind() == Kind::AtomicWrite {
+        // Answered by one empty response; it lands nothing.
+        if pos != Position::Only || !pkt.payload.is_empty() {
+            return Err(QpDrop::BadLength);
+        }
+        req.win.read_landed(&mut req.flight, idx, index);
+        return Ok(true);
+    }
     // A response that does not fit where it lands (wrong place in the stream, or a length
     // that would leave part of the buffer unwritten) is not taken: the READ asks again.
-    let pos = pkt.info.position;
     if !read_response_fits(
         index,
         sent.entry.npkts(),

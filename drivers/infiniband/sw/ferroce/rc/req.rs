@@ -86,6 +86,7 @@ impl Sent {
             Kind::Read => WcOpcode::RdmaRead,
             Kind::CompareSwap => WcOpcode::CompSwap,
             Kind::FetchAdd => WcOpcode::FetchAdd,
+            Kind::AtomicWrite => WcOpcode::AtomicWrite,
         }
     }
 }
@@ -183,6 +184,7 @@ fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
         WrOpcode::RdmaRead if !uc => (Kind::Read, None),
         WrOpcode::AtomicCmpAndSwp if !uc => (Kind::CompareSwap, None),
         WrOpcode::AtomicFetchAndAdd if !uc => (Kind::FetchAdd, None),
+        WrOpcode::AtomicWrite if !uc => (Kind::AtomicWrite, None),
         _ => return None,
     })
 }
@@ -203,7 +205,13 @@ fn prepare(
         return Err((slot, WcStatus::LocQpOpErr));
     };
     let room = slot_len - SEND_WQE_HEADER;
-    let len = if w.send_flags() & SEND_INLINE != 0 {
+    let len = if kind == Kind::AtomicWrite {
+        // Its 8 bytes ride in the WQE; it names no local memory.
+        if w.atomic_write_value().is_none() {
+            return Err((slot, WcStatus::LocLenErr));
+        }
+        ATOMIC_LEN
+    } else if w.send_flags() & SEND_INLINE != 0 {
         // A READ's or an atomic's data comes back: it needs buffers.
         if kind.awaits_response() || w.length() as usize > room {
             return Err((slot, WcStatus::LocLenErr));
@@ -364,8 +372,10 @@ fn send_request(
     sent: &Sent,
     from: u32,
 ) -> Result {
-    if !sent.kind().is_atomic() {
-        return send_read_request(xmit, attr, sent, from);
+    match sent.kind() {
+        Kind::Read => return send_read_request(xmit, attr, sent, from),
+        Kind::AtomicWrite => return send_atomic_write(xmit, attr, sent),
+        _ => {}
     }
     let w = sent.wqe();
     let mut bth = bth(
@@ -388,6 +398,25 @@ fn send_request(
         ..ExtHeaders::default()
     };
     xmit.send(&bth, &ext, &[])
+}
+
+/// Sends an ATOMIC WRITE: its 8 bytes, whole, to the word its WQE names. A duplicate (its
+/// answer was lost) is answered from the responder's resource, and does not store again.
+fn send_atomic_write(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, sent: &Sent) -> Result {
+    let w = sent.wqe();
+    // Checked when it started.
+    let value = w.atomic_write_value().ok_or(EINVAL)?;
+    let mut bth = bth(attr, Opcode::RcAtomicWrite, sent.entry.first());
+    bth.ack_req = true;
+    let ext = ExtHeaders {
+        reth: Some(Reth {
+            va: w.rdma_remote_addr(),
+            rkey: w.rdma_rkey(),
+            dma_len: ATOMIC_LEN,
+        }),
+        ..ExtHeaders::default()
+    };
+    xmit.send(&bth, &ext, &value)
 }
 
 /// Asks for a READ's responses from the `from`th on.

@@ -137,6 +137,9 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
                 // Answered again only from where the requester lost it, and only if it is one
                 // of the READs this QP answered: a forged one reads nothing.
                 read::duplicate(cx.inner, pkt);
+            } else if pkt.info.kind == OpKind::AtomicWrite {
+                // Answered like a READ: its empty response again; nothing is stored twice.
+                read::duplicate(cx.inner, pkt);
             } else if pkt.info.kind == OpKind::Atomic {
                 // Its saved answer again, if kept; the word is not changed twice.
                 atomic::duplicate(cx.inner, xmit, pkt);
@@ -164,11 +167,21 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
                 .and_then(|()| atomic::start(cx, xmit, pkt))
                 .map(|()| counters.inc(Counter::RcvdPkts))
         }
+        OpKind::AtomicWrite => {
+            counters.inc(Counter::RxWriteRequests);
+            between_messages(cx.inner)
+                .and_then(|()| atomic::write(cx, pkt))
+                .map(|()| counters.inc(Counter::RcvdPkts))
+        }
         _ => send_or_write(cx, pkt, counters),
     };
     match res {
         // Its responses carry the answer (and moved the expected PSN).
-        Ok(()) if matches!(pkt.info.kind, OpKind::ReadRequest | OpKind::Atomic) => {}
+        Ok(())
+            if matches!(
+                pkt.info.kind,
+                OpKind::ReadRequest | OpKind::Atomic | OpKind::AtomicWrite
+            ) => {}
         Ok(()) => {
             cx.inner.attr.rq_psn = psn.add(1).get();
             counters.inc(Counter::RcvdPkts);
