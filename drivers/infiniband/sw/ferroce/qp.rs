@@ -429,7 +429,9 @@ impl FerroceQp {
     /// A kernel consumer posts a send: queued for the QP's work.
     pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
         let this = &qp.data().shared;
-        if !this.kernel || this.inner.lock().attr.state.refuses_sends() {
+        // Not checked against the state here, unlike the doorbell: kernel consumers post with
+        // interrupts off (the MAD layer does), where the QP's softirq-off lock may not be taken.
+        if !this.kernel {
             return Err(EINVAL);
         }
         this.kq.post_send(wr)?;
