@@ -23,6 +23,7 @@ pub mod device;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 mod object;
 pub mod ops;
 pub mod pd;

@@ -33,6 +33,8 @@ crate::impl_flags!(
         RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
         /// Atomics from the peer.
         RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        /// Memory windows may be bound to the region.
+        MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
     }
 );
 
@@ -337,6 +339,11 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
     /// Has a system image GUID.
     pub const SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    /// Has memory windows.
+    pub const MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// Has type 2B memory windows (bound to one QP).
+    pub const MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// Does RC ATOMIC WRITE (IBA 1.5).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }

@@ -11,6 +11,7 @@ use super::{
     device::Device,
     mmap,
     mr::{self, MrKeys, MrRequest},
+    mw::{self, MwType},
     pd::{self, Pd},
     qp::{self, AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
     stats::{self, StatDesc},
@@ -41,6 +42,8 @@ pub trait Driver: Sized + 'static {
     type Qp: Send + Sync;
     /// Per-address-handle data.
     type Ah: Send + Sync;
+    /// Per-memory-window data.
+    type Mw: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -86,6 +89,9 @@ pub trait Driver: Sized + 'static {
         pd: &Pd<Self>,
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Creates a memory window of `ty` in `pd`; returns its first R_Key and its data.
+    fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)>;
 
     /// Creates a queue pair; `udata` is `None` for a kernel consumer.
     fn create_qp(
@@ -412,6 +418,32 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibmw` was allocated by the core with `size_ib_mw` zeroed bytes, for a device of `T`, with
+    /// `device`, `pd` and `type` set.
+    unsafe extern "C" fn alloc_mw(
+        ibmw: *mut bindings::ib_mw,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ib_uverbs_alloc_mw()` passes the zeroed `size_ib_mw` object of
+            // `rdma_zalloc_drv_obj()` with `device`, `pd` and `type` set, not yet shared.
+            unsafe { mw::alloc::<T>(ibmw)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibmw` was initialised by `alloc_mw`; the core frees it after this returns 0.
+    unsafe extern "C" fn dealloc_mw(ibmw: *mut bindings::ib_mw) -> c_int {
+        // SAFETY: `ibmw` was set up by our `alloc_mw`; `uverbs_dealloc_mw()` frees it after this
+        // returns 0: the last use of its data.
+        unsafe { mw::drop_data::<T>(ibmw) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was allocated by the core with `size_ib_qp` zeroed bytes, for a device of `T`.
     unsafe extern "C" fn create_qp(
         ibqp: *mut bindings::ib_qp,
@@ -672,6 +704,9 @@ impl<T: Driver> OpsVTable<T> {
         size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),
+        alloc_mw: Some(Self::alloc_mw),
+        dealloc_mw: Some(Self::dealloc_mw),
+        size_ib_mw: mw::alloc_size::<T>(),
         mmap: Some(mmap::mmap),
         mmap_free: Some(mmap::mmap_free),
         ..pin_init::zeroed()

@@ -182,6 +182,8 @@ pub struct Wc {
 pub const WC_GRH: u32 = bindings::ib_wc_flags_IB_WC_GRH;
 /// `IB_WC_WITH_IMM`.
 pub const WC_WITH_IMM: u32 = bindings::ib_wc_flags_IB_WC_WITH_IMM;
+/// `IB_WC_WITH_INVALIDATE`: a SEND with invalidate; `ex.invalidate_rkey` holds the key.
+pub const WC_WITH_INVALIDATE: u32 = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
 /// What a kernel consumer's send WR asks for (`enum ib_wr_opcode`).
 ///
 /// # Examples

@@ -99,6 +99,7 @@ const _: () = {
     assert!(access::REMOTE_WRITE == Access::RemoteWrite as u32);
     assert!(access::REMOTE_READ == Access::RemoteRead as u32);
     assert!(access::REMOTE_ATOMIC == Access::RemoteAtomic as u32);
+    assert!(access::MW_BIND == Access::MwBind as u32);
     // One per `enum ib_uverbs_wr_opcode` value, in order: ALL[i] is value i.
     let wr_opcodes = [
         uapi::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE as u64,

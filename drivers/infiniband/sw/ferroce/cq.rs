@@ -6,7 +6,7 @@
 use crate::{
     device::Ferroce,
     limits,
-    proto::wqe::{Completion, WcStatus},
+    proto::wqe::{Completion, WcStatus, WC_WITH_INV},
     queue::{mminfo, Ring, MMINFO_SIZE},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -18,7 +18,7 @@ use kernel::{
         mmap::MmapInfo,
         qp::{Qp, QpLink},
         udata::Udata,
-        wr::{Wc, WcSink, WC_WITH_NETWORK_HDR_TYPE},
+        wr::{Wc, WcSink, WC_WITH_INVALIDATE, WC_WITH_NETWORK_HDR_TYPE},
     },
     sync::{Arc, SpinLockIrq},
 };
@@ -312,7 +312,13 @@ fn kernel_wc(c: &Completion) -> Wc {
         byte_len: c.byte_len,
         imm: u32::from_ne_bytes(c.imm_data.to_be_bytes()),
         src_qp: c.src_qp,
-        wc_flags: c.wc_flags
+        // The user ABI's "with invalidate" bit is not the kernel's.
+        wc_flags: (c.wc_flags & !WC_WITH_INV)
+            | if c.wc_flags & WC_WITH_INV != 0 {
+                WC_WITH_INVALIDATE
+            } else {
+                0
+            }
             | if c.net_type != 0 {
                 WC_WITH_NETWORK_HDR_TYPE
             } else {

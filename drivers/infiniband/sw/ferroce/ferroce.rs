@@ -24,6 +24,7 @@ mod hw;
 mod limits;
 mod link;
 mod mr;
+mod mw;
 mod net;
 mod proto;
 

@@ -24,7 +24,9 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     device_cap_flags: device_cap::RC_RNR_NAK_GEN
         | device_cap::PORT_ACTIVE_EVENT
         | device_cap::SYS_IMAGE_GUID
-        | device_cap::ATOMIC_WRITE,
+        | device_cap::ATOMIC_WRITE
+        | device_cap::MEM_WINDOW
+        | device_cap::MEM_WINDOW_TYPE_2B,
     kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
     max_send_sge: 32,
     max_recv_sge: 32,
@@ -40,8 +42,9 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_qp_rd_atom: 128,
     max_res_rd_atom: 0x3f000,
     max_qp_init_rd_atom: 128,
-    // No memory windows, multicast, SRQ or fast registration: not implemented.
-    max_mw: 0,
+    // Memory windows as C rxe's; their key indices follow the regions' (see `mw.rs`).
+    // No multicast, SRQ or fast registration: not implemented.
+    max_mw: (1 << 19) - 1,
     max_mcast_grp: 0,
     max_mcast_qp_attach: 0,
     max_total_mcast_qp_attach: 0,

@@ -5,8 +5,8 @@
 //! A key is `index << 8 | tag`: the index finds the region in the device's table, the random
 //! tag makes a key hard to guess from the index (C rxe's key has as many random bits).
 
-use crate::limits;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::{limits, mw::MwTable};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     prelude::*,
     random,
@@ -37,6 +37,9 @@ pub(crate) struct MrState {
     pub(crate) access: u32,
     pub(crate) iova: u64,
     pub(crate) mem: UserMem,
+    /// Which registration this is, among all of the device's: a window bound to it names it
+    /// by key and serial, and a later region with the same key is not it.
+    pub(crate) serial: u64,
     /// Set once, when the region enters the table.
     pub(crate) lkey: AtomicU32,
     /// Cleared when the region is deregistered: a message under way that holds it stops
@@ -53,11 +56,16 @@ impl MrState {
     }
 }
 
-/// A device's regions by key index, found from any context (packets name them by rkey).
+/// A device's regions and memory windows by key index, found from any context (packets name
+/// them by rkey).
 #[pin_data]
 pub(crate) struct MrTable {
     #[pin]
     regions: Pool<MrState>,
+    #[pin]
+    pub(crate) windows: MwTable,
+    /// The next region's serial number.
+    serial: AtomicU64,
 }
 
 impl MrTable {
@@ -65,6 +73,8 @@ impl MrTable {
         pin_init!(Self {
             // Index 0 is the kernel DMA region's, never in the table.
             regions <- Pool::new(1..=limits::DEVICE_LIMITS.max_mr),
+            windows <- MwTable::new(),
+            serial: AtomicU64::new(0),
         })
     }
 
@@ -124,6 +134,7 @@ impl FerroceMr {
                 access: req.access,
                 iova: req.iova,
                 mem,
+                serial: table.serial.fetch_add(1, Ordering::Relaxed),
                 lkey: AtomicU32::new(0),
                 live: AtomicBool::new(true),
             },

@@ -156,21 +156,16 @@ pub(crate) fn scatter(
     )
 }
 
-/// The region and offset a peer's `rkey`/`va`/`len` names, if the key, PD, `access` and the
-/// whole range check out.
+/// The region and offset a peer's `rkey`/`va`/`len` names (through a memory window or not),
+/// if the key, the PD and QP (`pd`, `qpn`), `access` and the whole range check out.
 pub(crate) fn remote(
     mrs: &MrTable,
     pd: usize,
+    qpn: u32,
     rkey: u32,
     va: u64,
     len: u32,
     access: u32,
 ) -> Option<(MrRef, usize)> {
-    let mr = mrs.get(rkey)?;
-    if mr.pd != pd || mr.access & access != access {
-        return None;
-    }
-    let start = usize::try_from(va.checked_sub(mr.iova)?).ok()?;
-    let end = start.checked_add(len as usize)?;
-    (end <= mr.mem.len()).then_some((mr, start))
+    mrs.remote(pd, qpn, rkey, va, len, access)
 }

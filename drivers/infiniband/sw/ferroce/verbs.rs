@@ -10,6 +10,7 @@ use crate::{
     device::{Ferroce, FerroceDevice, FerrocePd, Ucontext},
     limits,
     mr::FerroceMr,
+    mw::FerroceMw,
     qp::FerroceQp,
 };
 use kernel::{
@@ -22,6 +23,7 @@ use kernel::{
         cq::{Cq, CqAttr, NotifyFlags},
         device::Device,
         mr::{MrKeys, MrRequest},
+        mw::MwType,
         ops::Driver,
         pd::Pd,
         qp::{AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
@@ -43,6 +45,7 @@ impl Driver for Ferroce {
     type Mr = FerroceMr;
     type Qp = FerroceQp;
     type Ah = FerroceAh;
+    type Mw = FerroceMw;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -159,6 +162,10 @@ impl Driver for Ferroce {
         udata: Option<&mut Udata<'_>>,
     ) -> Result<impl PinInit<Self::Ah, Error>> {
         FerroceAh::create(pd, attr, udata)
+    }
+
+    fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)> {
+        FerroceMw::alloc(pd, ty)
     }
 
     fn doorbell(qp: &Qp<Self>) -> Result {

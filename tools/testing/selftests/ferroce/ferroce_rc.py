@@ -25,7 +25,7 @@ import unittest
 import pyverbs.enums as e
 from pyverbs.cq import CQ
 from pyverbs.device import Context
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBind, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
@@ -891,6 +891,233 @@ class InjectedAtomics(Injecting, unittest.TestCase):
         self.inject("rc_atomic_write", (req, access), rkey=self.ep.mr.rkey, va=self.ep.mr.buf,
                     length=8)
         self.assertEqual(self.ep.mr.read(MR_LEN, 0), bytes(MR_LEN))
+
+
+# A region memory windows may be bound to (and no remote rights of its own).
+MW_MR_ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_MW_BIND
+
+
+class InjectedWindows(Injecting, unittest.TestCase):
+    """Crafted requests from PEER_NS through memory windows of an RC QP in RTS: a window lets in
+    what it grants, where it is bound, while it is bound, and nothing else; binds that the
+    window, region or QP does not allow fail (a process may write any bind WQE)."""
+
+    def setUp(self):
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN)
+        self.wmr = MR(self.ep.pd, MR_LEN, MW_MR_ACCESS)
+        self.wmr.write(bytes(MR_LEN), MR_LEN)
+        self.objs = []
+
+    def tearDown(self):
+        for o in reversed(self.objs):
+            o.close()
+        self.wmr.close()
+        self.ep.close()
+
+    def again(self):
+        """A fresh QP and region (the last case's class C error took the QP to error)."""
+        self.tearDown()
+        self.setUp()
+
+    def mw(self, mw_type=e.IBV_MW_TYPE_2, pd=None):
+        mw = MW(pd or self.ep.pd, mw_type)
+        self.objs.append(mw)
+        return mw
+
+    def bind(self, off, length, access, mr=None, qp=None, mw=None):
+        """Binds a type 2 window (a new one unless MW) over MR[off, off + length) from QP;
+        returns the bind's completion status and the window's new key."""
+        mr = mr or self.wmr
+        wr = SendWR(wr_id=7, opcode=e.IBV_WR_BIND_MW, send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_bind_wr(mw or self.mw(), MWBindInfo(mr, mr.buf + off, length, access))
+        (qp or self.ep.qp).post_send(wr)
+        wcs = poll(self.ep.cq, 1)
+        self.assertEqual([(w.wr_id, w.opcode) for w in wcs], [(7, e.IBV_WC_BIND_MW)])
+        return wcs[0].status, wr.rkey
+
+    def local_inv(self, rkey):
+        wr = SendWR(wr_id=8, opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
+        wr.imm_data = rkey
+        self.ep.qp.post_send(wr)
+        wcs = poll(self.ep.cq, 1)
+        self.assertEqual(len(wcs), 1)
+        return wcs[0].status
+
+    def test_a_window_lets_in_what_it_grants_where_it_is_bound(self):
+        st, rkey = self.bind(64, 128, e.IBV_ACCESS_REMOTE_WRITE)
+        self.assertEqual(st, e.IBV_WC_SUCCESS)
+        self.inject("rc_write", ("rx_write_requests",), rkey=rkey, va=self.wmr.buf + 64,
+                    length=128)
+        self.assertEqual(self.wmr.read(MR_LEN, 0), bytes(64) + b"\xa5" * 128 + bytes(MR_LEN - 192))
+
+    def test_a_window_refuses_what_it_does_not_grant(self):
+        write, access = ("rx_write_requests", "resp_remote_access_errors"), "resp_remote_access_errors"
+        w = e.IBV_ACCESS_REMOTE_WRITE
+        base = lambda: self.wmr.buf + 64  # noqa: E731
+        # (what, setup returning the key, case, counters, va offset from the window, length)
+        cases = [
+            ("past its end", lambda: self.bind(64, 128, w)[1], "rc_write", write, 120, 16),
+            ("before its start", lambda: self.bind(64, 128, w)[1], "rc_write", write, -8, 16),
+            ("a READ through a write-only window", lambda: self.bind(64, 128, w)[1], "rc_read",
+             ("rx_read_requests", access), 0, 16),
+            ("its key before the bind", lambda: self.bind(64, 128, w, mw=self.mw()) and
+             self.objs[-1].rkey, "rc_write", write, 0, 16),
+            ("a stale tag", lambda: self.bind(64, 128, w)[1] ^ 1, "rc_write", write, 0, 16),
+            ("after a local invalidate", lambda: self.inv_after(self.bind(64, 128, w)[1]),
+             "rc_write", write, 0, 16),
+            ("bound by another QP of the PD", lambda: self.bind(64, 128, w, qp=self.other_qp())[1],
+             "rc_write", write, 0, 16),
+        ]
+        for what, key, case, counters, off, length in cases:
+            rkey = key()
+            self.inject(case, counters, rkey=rkey, va=base() + off, length=length)
+            self.assertEqual(self.wmr.read(MR_LEN, 0), bytes(MR_LEN), what)
+            self.again()
+
+    def inv_after(self, rkey):
+        self.assertEqual(self.local_inv(rkey), e.IBV_WC_SUCCESS)
+        return rkey
+
+    def other_qp(self):
+        qp = self.ep.new_qp()
+        self.objs.append(qp)
+        self.ep.qp_to_init(qp)
+        connect(qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN + 1)
+        return qp
+
+    def test_a_window_whose_region_goes_lets_nothing_in(self):
+        st, rkey = self.bind(0, 64, e.IBV_ACCESS_REMOTE_WRITE)
+        self.assertEqual(st, e.IBV_WC_SUCCESS)
+        va = self.wmr.buf
+        self.wmr.close()
+        self.inject("rc_write", ("rx_write_requests", "resp_remote_access_errors"), rkey=rkey,
+                    va=va, length=16)
+        self.wmr = MR(self.ep.pd, MR_LEN, MW_MR_ACCESS)
+
+    def test_a_type1_window_is_bound_and_unbound_by_ibv_bind_mw(self):
+        mw = self.mw(e.IBV_MW_TYPE_1)
+        for length in (64, 0):
+            info = MWBindInfo(self.wmr, self.wmr.buf, length, e.IBV_ACCESS_REMOTE_WRITE)
+            self.ep.qp.bind_mw(mw, MWBind(info, e.IBV_SEND_SIGNALED))
+            self.assertEqual([w.status for w in poll(self.ep.cq, 1)], [e.IBV_WC_SUCCESS])
+            if length:
+                self.inject("rc_write", ("rx_write_requests",), rkey=mw.rkey, va=self.wmr.buf)
+        # Unbound (length 0): its key lets nothing in.
+        self.wmr.write(bytes(16), 16)
+        self.inject("rc_write", ("rx_write_requests", "resp_remote_access_errors"),
+                    psn=RQ_PSN + 1, rkey=mw.rkey, va=self.wmr.buf)
+        self.assertEqual(self.wmr.read(MR_LEN, 0), bytes(MR_LEN))
+
+    def test_a_send_with_invalidate_frees_a_window_of_its_qp_and_says_so(self):
+        st, rkey = self.bind(0, 64, e.IBV_ACCESS_REMOTE_WRITE)
+        self.assertEqual(st, e.IBV_WC_SUCCESS)
+        peer().send(peer().packet("rc_send_inv", qpn=self.ep.qp.qp_num, psn=RQ_PSN, rkey=rkey,
+                                  length=8))
+        wcs = poll(self.ep.cq, 1)
+        self.assertEqual([(w.status, w.opcode, w.byte_len) for w in wcs],
+                         [(e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 8)])
+        # The user ABI's flag (not the kernel's bit, which reads as IBV_WC_IP_CSUM_OK), and the key.
+        self.assertEqual((wcs[0].wc_flags & (e.IBV_WC_WITH_INV | e.IBV_WC_IP_CSUM_OK),
+                          wcs[0].imm_data), (e.IBV_WC_WITH_INV, rkey))
+        self.inject("rc_write", ("rx_write_requests", "resp_remote_access_errors"),
+                    psn=RQ_PSN + 1, rkey=rkey, va=self.wmr.buf, length=16)
+        self.assertEqual(self.wmr.read(MR_LEN, 0), bytes(MR_LEN))
+
+    def test_a_send_with_invalidate_of_what_it_may_not_invalidate_fails_its_receive(self):
+        type1 = self.mw(e.IBV_MW_TYPE_1)
+        info = MWBindInfo(self.wmr, self.wmr.buf, 64, e.IBV_ACCESS_REMOTE_WRITE)
+        self.ep.qp.bind_mw(type1, MWBind(info, e.IBV_SEND_SIGNALED))
+        poll(self.ep.cq, 1)
+        keys = {"a region's key": lambda: self.ep.mr.rkey, "a type 1 window": lambda: type1.rkey,
+                "a free window": lambda: self.mw().rkey,
+                "a window of another QP": lambda: self.bind(0, 8, 0, qp=self.other_qp())[1]}
+        for what, key in keys.items():
+            rkey = key()
+            self.inject("rc_send_inv", ("resp_cqe_error",), rkey=rkey, length=8)
+            wcs = poll(self.ep.cq, 1)
+            self.assertEqual([(w.status, w.opcode) for w in wcs],
+                             [(e.IBV_WC_REM_INV_REQ_ERR, e.IBV_WC_RECV)], what)
+            self.again()
+            type1 = self.mw(e.IBV_MW_TYPE_1)
+            info = MWBindInfo(self.wmr, self.wmr.buf, 64, e.IBV_ACCESS_REMOTE_WRITE)
+            self.ep.qp.bind_mw(type1, MWBind(info, e.IBV_SEND_SIGNALED))
+            poll(self.ep.cq, 1)
+
+    def test_binds_the_window_region_or_qp_do_not_allow_fail(self):
+        w = e.IBV_ACCESS_REMOTE_WRITE
+        cases = {
+            "a region without MW_BIND": lambda: self.bind(0, 64, w, mr=self.ep.mr),
+            "past the region": lambda: self.bind(MR_LEN - 8, 64, w),
+            "a writable window on a region without local write": lambda: self.bind(
+                0, 64, w, mr=self.keep(MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_MW_BIND))),
+            "a bound type 2 window again": lambda: self.rebind(w),
+            "a window of another PD": lambda: self.bind(0, 64, w, mw=self.mw(
+                pd=self.keep(PD(self.ep.ctx)))),
+            "a zero-length type 2 bind": lambda: self.bind(0, 0, w),
+        }
+        for what, bind in cases.items():
+            self.assertEqual(bind()[0], e.IBV_WC_MW_BIND_ERR, what)
+            self.again()
+        # A read-only window on a region without local write is fine.
+        mr = self.keep(MR(self.ep.pd, MR_LEN, e.IBV_ACCESS_MW_BIND))
+        self.assertEqual(self.bind(0, 64, e.IBV_ACCESS_REMOTE_READ, mr=mr)[0], e.IBV_WC_SUCCESS)
+
+    def keep(self, obj):
+        self.objs.append(obj)
+        return obj
+
+    def rebind(self, access):
+        mw = self.mw()
+        self.assertEqual(self.bind(0, 64, access, mw=mw)[0], e.IBV_WC_SUCCESS)
+        return self.bind(0, 64, access, mw=mw)
+
+
+class Windows(unittest.TestCase):
+    """A window of B (PEER_DEV), written through and then invalidated by a SEND with invalidate
+    from A (DEV), both real RC QPs; the key rides on the last of the SEND's three packets."""
+
+    def test_a_send_with_invalidate_from_a_real_requester(self):
+        a = Endpoint(DEV, ADDR)
+        self.addCleanup(a.close)
+        b = Endpoint(PEER_DEV, PEER_ADDR, recv_len=4096)
+        self.addCleanup(b.close)
+        connect(a.qp, PEER_ADDR, a.gid_index, b.qp.qp_num)
+        connect(b.qp, ADDR, b.gid_index, a.qp.qp_num)
+        wmr = MR(b.pd, MR_LEN, MW_MR_ACCESS)
+        self.addCleanup(wmr.close)
+        mw = MW(b.pd, e.IBV_MW_TYPE_2)
+        self.addCleanup(mw.close)
+        bind = SendWR(wr_id=1, opcode=e.IBV_WR_BIND_MW, send_flags=e.IBV_SEND_SIGNALED)
+        bind.set_bind_wr(mw, MWBindInfo(wmr, wmr.buf, 256, e.IBV_ACCESS_REMOTE_WRITE))
+        b.qp.post_send(bind)
+        self.assertEqual([w.status for w in poll(b.cq, 1)], [e.IBV_WC_SUCCESS])
+        rkey = bind.rkey
+
+        def post(opcode, length, wr_id):
+            wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1,
+                        sg=[SGE(a.mr.buf, length, a.mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
+            if opcode == e.IBV_WR_RDMA_WRITE:
+                wr.set_wr_rdma(rkey, wmr.buf + 8)
+            else:
+                wr.imm_data = rkey
+            a.qp.post_send(wr)
+            wcs = poll(a.cq, 1)
+            self.assertEqual(len(wcs), 1)
+            return wcs[0].status
+
+        a.mr.write(bytes(range(256)) * 16, MR_LEN)
+        self.assertEqual(post(e.IBV_WR_RDMA_WRITE, 64, 2), e.IBV_WC_SUCCESS)
+        self.assertEqual(wmr.read(64, 8), bytes(range(64)))
+        self.assertEqual(post(e.IBV_WR_SEND_WITH_INV, 3000, 3), e.IBV_WC_SUCCESS)
+        wcs = poll(b.cq, 1)
+        self.assertEqual([(w.status, w.opcode, w.byte_len, w.imm_data) for w in wcs],
+                         [(e.IBV_WC_SUCCESS, e.IBV_WC_RECV, 3000, rkey)])
+        self.assertEqual(wcs[0].wc_flags & (e.IBV_WC_WITH_INV | e.IBV_WC_IP_CSUM_OK),
+                         e.IBV_WC_WITH_INV)
+        self.assertEqual(b.rbuf.read(3000, 0), (bytes(range(256)) * 16)[:3000])
+        # Invalidated: the window takes no more.
+        self.assertEqual(post(e.IBV_WR_RDMA_WRITE, 64, 4), e.IBV_WC_REM_ACCESS_ERR)
 
 
 class Atomics(unittest.TestCase):

@@ -45,6 +45,7 @@ RC_RDMA_READ_RESPONSE_ONLY = 0x10
 RC_ACKNOWLEDGE = 0x11
 RC_COMPARE_SWAP = 0x13
 RC_FETCH_ADD = 0x14
+RC_SEND_ONLY_INV = 0x17
 RC_ATOMIC_WRITE = 0x1d
 UC_SEND_FIRST = 0x20
 UC_SEND_MIDDLE = 0x21
@@ -211,6 +212,9 @@ def build(case, args):
         return frame(args, transport(RC_COMPARE_SWAP, q, p,
                                      ext=atomic_eth(args.va, args.rkey, args.swap, args.compare),
                                      ackreq=True))
+    if case == "rc_send_inv":
+        return frame(args, transport(RC_SEND_ONLY_INV, q, p, ext=struct.pack("!I", args.rkey),
+                                     payload=filler, ackreq=True))
     if case == "rc_atomic_write":
         return frame(args, transport(RC_ATOMIC_WRITE, q, p,
                                      ext=reth(args.va, args.rkey, args.length),
@@ -230,7 +234,8 @@ CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opco
          "bad_version", "bad_qpn", "bad_pad", "bad_length", "ack_unsolicited", "cnp", "psn_far"]
 # Requests for a live RC QP; not part of "all".
 RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack",
-            "rc_read_response", "rc_fetch_add", "rc_cmp_swap", "rc_atomic_write"]
+            "rc_read_response", "rc_fetch_add", "rc_cmp_swap", "rc_atomic_write",
+            "rc_send_inv"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}

@@ -225,6 +225,13 @@ class ShapeTest(unittest.TestCase):
         self.assertEqual(struct.unpack("!QII", aw[12:28]), (0x7f0000001008, 0x1234, 8))
         self.assertEqual(aw[28:-4], b"\xa5" * 8)
 
+    def test_a_send_with_invalidate_names_its_key_in_an_ieth(self):
+        argv = ARGS4 + ["--rkey", "0x80001234", "--length", "8"]
+        si = split(build("rc_send_inv", argv))[2]
+        self.assertEqual((si[0], si[8] >> 7, len(si)), (ri.RC_SEND_ONLY_INV, 1, 12 + 4 + 8 + 4))
+        self.assertEqual((struct.unpack("!I", si[12:16])[0], si[16:-4]),
+                         (0x80001234, b"\xa5" * 8))
+
     def test_uc_requests_for_a_live_qp(self):
         argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x1000", "--length", "16", "--psn", "7"]
         ops = {"uc_send_first": 0x20, "uc_send_middle": 0x21, "uc_send_last": 0x22,

@@ -34,6 +34,8 @@ pub(crate) const REORDER_SLACK: u32 = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Send,
+    /// A SEND whose last packet asks the responder to invalidate a key (IETH).
+    SendInv,
     Write,
     Read,
     /// An atomic compare and swap.
@@ -42,6 +44,9 @@ pub(crate) enum Kind {
     FetchAdd,
     /// An ATOMIC WRITE: 8 bytes out, a zero-length read response back.
     AtomicWrite,
+    /// Done in the send queue itself (a memory window bind, a local invalidate): no PSN, no
+    /// packet.
+    Local,
 }
 
 impl Kind {
@@ -66,14 +71,18 @@ impl Kind {
 
     /// The RC opcode of a SEND's or WRITE's packet at `pos`, with immediate data or not (the
     /// immediate rides on the last packet); a READ's or an atomic's request is one packet.
-    pub(crate) const fn opcode(self, pos: Position, imm: bool) -> Opcode {
-        match (self, pos, imm) {
+    /// `None` for a local WQE, which sends nothing.
+    pub(crate) const fn opcode(self, pos: Position, imm: bool) -> Option<Opcode> {
+        Some(match (self, pos, imm) {
+            (Kind::Local, _, _) => return None,
             (Kind::Read, _, _) => Opcode::RcReadRequest,
             (Kind::CompareSwap, _, _) => Opcode::RcCompareSwap,
             (Kind::FetchAdd, _, _) => Opcode::RcFetchAdd,
             (Kind::AtomicWrite, _, _) => Opcode::RcAtomicWrite,
-            (Kind::Send, Position::First, _) => Opcode::RcSendFirst,
-            (Kind::Send, Position::Middle, _) => Opcode::RcSendMiddle,
+            (Kind::Send | Kind::SendInv, Position::First, _) => Opcode::RcSendFirst,
+            (Kind::Send | Kind::SendInv, Position::Middle, _) => Opcode::RcSendMiddle,
+            (Kind::SendInv, Position::Last, _) => Opcode::RcSendLastInv,
+            (Kind::SendInv, Position::Only, _) => Opcode::RcSendOnlyInv,
             (Kind::Send, Position::Last, false) => Opcode::RcSendLast,
             (Kind::Send, Position::Last, true) => Opcode::RcSendLastImm,
             (Kind::Send, Position::Only, false) => Opcode::RcSendOnly,
@@ -84,7 +93,7 @@ impl Kind {
             (Kind::Write, Position::Last, true) => Opcode::RcWriteLastImm,
             (Kind::Write, Position::Only, false) => Opcode::RcWriteOnly,
             (Kind::Write, Position::Only, true) => Opcode::RcWriteOnlyImm,
-        }
+        })
     }
 }
 
@@ -719,7 +728,7 @@ mod tests {
         for kind in [Kind::Send, Kind::Write] {
             for pos in [First, Middle, Last, Only] {
                 for imm in [false, true] {
-                    let op = kind.opcode(pos, imm);
+                    let op = kind.opcode(pos, imm).unwrap();
                     let info = OpInfo::lookup(op as u8).unwrap();
                     assert_eq!(info.transport, Transport::Rc, "{op:?}");
                     assert_eq!(info.position, pos, "{op:?}");
@@ -736,7 +745,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Kind::Read.opcode(Only, false), Opcode::RcReadRequest);
+        assert_eq!(Kind::Read.opcode(Only, false), Some(Opcode::RcReadRequest));
     }
 
     #[test]
@@ -796,9 +805,12 @@ mod tests {
         assert_eq!(w.next_to_send(&e), Some((0, 0)));
         assert_eq!(
             CompareSwap.opcode(Position::Only, false),
-            Opcode::RcCompareSwap
+            Some(Opcode::RcCompareSwap)
         );
-        assert_eq!(FetchAdd.opcode(Position::Only, false), Opcode::RcFetchAdd);
+        assert_eq!(
+            FetchAdd.opcode(Position::Only, false),
+            Some(Opcode::RcFetchAdd)
+        );
     }
 
     #[test]
@@ -985,8 +997,34 @@ mod tests {
     }
 
     #[test]
+    fn a_send_with_invalidate_names_the_key_on_its_last_packet_and_local_wqes_send_nothing() {
+        use Position::*;
+        let ops = [First, Middle, Last, Only].map(|p| Kind::SendInv.opcode(p, false).unwrap());
+        use Opcode::*;
+        assert_eq!(
+            ops,
+            [RcSendFirst, RcSendMiddle, RcSendLastInv, RcSendOnlyInv]
+        );
+        for op in ops {
+            let info = op.info();
+            assert_eq!(info.has(ExtHdr::Ieth), info.position.ends(), "{op:?}");
+        }
+        assert_eq!(Kind::Local.opcode(Only, false), None);
+        // A local WQE takes no PSN and is over at once; what follows is sent as if it were not.
+        let mut w = Window::starting_at(psn(5));
+        let mut e = vec![Entry::new(Kind::Local, w.assign(0), 0)];
+        e.push(Entry::new(Kind::Send, w.assign(1), 1));
+        assert!(e[0].finished() && !e[0].holds(psn(5)));
+        assert_eq!(w.next_to_send(&e), Some((1, 0)));
+        w.sent(psn(6));
+        w.ack(&mut e, psn(5));
+        assert!(e[1].finished());
+    }
+
+    #[test]
     fn an_atomic_write_is_answered_by_a_read_response_only() {
-        let info = OpInfo::lookup(Kind::AtomicWrite.opcode(Position::Only, false) as u8).unwrap();
+        let op = Kind::AtomicWrite.opcode(Position::Only, false).unwrap();
+        let info = OpInfo::lookup(op as u8).unwrap();
         assert_eq!((info.kind, info.hdr_len), (OpKind::AtomicWrite, 28));
         assert!(info.has_payload() && info.requires_ack());
         let (mut w, mut e) = sent(

@@ -36,6 +36,8 @@ pub(crate) enum WcStatus {
     LocProtErr = 4,
     /// The QP went to the error state before this WR ran.
     WrFlushErr = 5,
+    /// A memory window bind the window, region or QP does not allow.
+    MwBindErr = 6,
     /// The responder found the request invalid (NAK).
     RemInvReqErr = 9,
     /// The responder refused the remote key or range (NAK).
@@ -145,6 +147,8 @@ pub(crate) mod access {
     pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
     /// Any access a peer may have.
     pub(crate) const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
+    /// Memory windows may be bound to the region.
+    pub(crate) const MW_BIND: u32 = 1 << 4;
 }
 
 /// A completion, encoded as `struct ib_uverbs_wc` in host byte order.
@@ -169,6 +173,9 @@ pub(crate) struct Completion {
 pub(crate) const WC_GRH: u32 = 1;
 /// `IB_WC_WITH_IMM`.
 pub(crate) const WC_WITH_IMM: u32 = 2;
+/// `IBV_WC_WITH_INV`: a SEND with invalidate; `imm_data` holds the invalidated key. The
+/// kernel's `IB_WC_WITH_INVALIDATE` is another bit, which only kernel consumers see.
+pub(crate) const WC_WITH_INV: u32 = 1 << 3;
 
 impl Completion {
     /// A flush-error completion of a WR of `qp_num`.
@@ -240,6 +247,12 @@ pub(crate) mod off {
     pub(crate) const ATOMIC_COMPARE_ADD: usize = 32;
     pub(crate) const ATOMIC_SWAP: usize = 40;
     pub(crate) const ATOMIC_RKEY: usize = 48;
+    pub(crate) const MW_ADDR: usize = 24;
+    pub(crate) const MW_LENGTH: usize = 32;
+    pub(crate) const MW_MR_LKEY: usize = 40;
+    pub(crate) const MW_MW_RKEY: usize = 44;
+    pub(crate) const MW_RKEY: usize = 48;
+    pub(crate) const MW_ACCESS: usize = 52;
     pub(crate) const UD_REMOTE_QPN: usize = 24;
     pub(crate) const UD_REMOTE_QKEY: usize = 28;
     pub(crate) const UD_AH_NUM: usize = 36;
@@ -380,11 +393,45 @@ impl<'a> SendWqe<'a> {
             .get(SEND_WQE_HEADER..SEND_WQE_HEADER.checked_add(len)?)
     }
 
+    /// The key a LOCAL_INV or SEND_WITH_INV invalidates (`ex.invalidate_rkey`, host order).
+    pub(crate) fn invalidate_rkey(&self) -> u32 {
+        u32_at(self.0, off::IMM)
+    }
+
+    /// What a BIND_MW WQE asks (`wr.mw`).
+    pub(crate) fn bind_mw(&self) -> BindMw {
+        BindMw {
+            addr: u64::from_ne_bytes(bytes(self.0, off::MW_ADDR)),
+            len: u64::from_ne_bytes(bytes(self.0, off::MW_LENGTH)),
+            mr_lkey: u32_at(self.0, off::MW_MR_LKEY),
+            mw_rkey: u32_at(self.0, off::MW_MW_RKEY),
+            new_rkey: u32_at(self.0, off::MW_RKEY),
+            access: u32_at(self.0, off::MW_ACCESS),
+        }
+    }
+
     /// The 8 bytes an ATOMIC WRITE stores, as the process wrote them (`dma.atomic_wr`, where
     /// inline data goes); `None` if the slot is too short to hold them.
     pub(crate) fn atomic_write_value(&self) -> Option<[u8; 8]> {
         self.inline_data(8)?.try_into().ok()
     }
+}
+
+/// A memory window bind (`struct rxe_send_wr`'s `wr.mw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BindMw {
+    /// Where the window starts, as an address of the region.
+    pub(crate) addr: u64,
+    /// Its length; 0 unbinds a type 1 window.
+    pub(crate) len: u64,
+    /// The region's local key.
+    pub(crate) mr_lkey: u32,
+    /// The window's key now.
+    pub(crate) mw_rkey: u32,
+    /// Its key once bound: the low 8 bits are the consumer's.
+    pub(crate) new_rkey: u32,
+    /// `IB_ACCESS_*` rights it grants.
+    pub(crate) access: u32,
 }
 
 /// A UD address vector (`struct rxe_av`).

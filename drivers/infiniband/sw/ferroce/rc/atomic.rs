@@ -44,8 +44,16 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Re
     let granted = cx.inner.attr.max_dest_rd_atomic;
     cx.inner.resp.resources.admit(granted)?;
     let mrs = &cx.dev().mrs;
-    let (mr, at) = sge::remote(mrs, cx.shared.pd, a.rkey, a.va, WORD, access::REMOTE_ATOMIC)
-        .ok_or(Refusal::Access)?;
+    let (mr, at) = sge::remote(
+        mrs,
+        cx.shared.pd,
+        cx.qp.qpn(),
+        a.rkey,
+        a.va,
+        WORD,
+        access::REMOTE_ATOMIC,
+    )
+    .ok_or(Refusal::Access)?;
     cx.inner.resp.resources.make_room(granted)?;
     let compare_swap = pkt.info.opcode == Opcode::RcCompareSwap;
     // The word as the process sees it, in host order; the wire carries the operands as numbers.
@@ -98,6 +106,7 @@ pub(crate) fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
     let (mr, at) = sge::remote(
         mrs,
         cx.shared.pd,
+        cx.qp.qpn(),
         reth.rkey,
         reth.va,
         WORD,

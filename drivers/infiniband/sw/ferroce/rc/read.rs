@@ -117,8 +117,9 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
     }
 }
 
-/// Sends the next batch of read responses. Returns whether more are left (for the QP's work).
-pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
+/// Sends the next batch of read responses of the QP numbered `qpn`. Returns whether more are
+/// left (for the QP's work).
+pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>, qpn: u32) -> bool {
     let mut budget = BATCH;
     let attr = inner.attr;
     for r in inner.resp.resources.iter_mut() {
@@ -130,7 +131,7 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>) -> bool {
                 return true;
             }
             budget -= 1;
-            match send_response(xmit, &attr, &response) {
+            match send_response(xmit, &attr, qpn, &response) {
                 Ok(()) => r.sent(),
                 // The region was deregistered: give up on this READ; the requester's timer
                 // reports it.
@@ -148,13 +149,13 @@ pub(crate) fn resume(cx: &mut QpCtx<'_>) -> bool {
     if !cx.inner.resp.resources.answering() {
         return false;
     }
-    cx.with_peer(|cx, xmit| answer(cx.inner, xmit))
+    cx.with_peer(|cx, xmit| answer(cx.inner, xmit, cx.qp.qpn()))
         .unwrap_or(false)
 }
 
 /// Sends one read response. Not paced yet, so not ECN-capable: pacing them would hold the QP's
 /// incoming packets (ACKs and CNPs among them) behind them.
-fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, r: &Response) -> Result {
+fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, qpn: u32, r: &Response) -> Result {
     // Copied from the region straight into the packet.
     let fill = |dst: &mut [u8]| {
         if dst.is_empty() {
@@ -164,7 +165,7 @@ fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, r: &Response) -> Result {
         // CAST: `dst` is at most one MTU.
         let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        let (mr, at) = sge::remote(mrs, r.pd, r.rkey, r.va, n, access::REMOTE_READ)
+        let (mr, at) = sge::remote(mrs, r.pd, qpn, r.rkey, r.va, n, access::REMOTE_READ)
             .ok_or(BuildError::Payload)?;
         mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };

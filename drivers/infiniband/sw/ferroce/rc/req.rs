@@ -16,7 +16,7 @@ use crate::{
     net::xmit::Xmit,
     proto::{
         opcode::{Opcode, Position},
-        packet::{AtomicEth, BuildError, ExtHeaders, Reth},
+        packet::{AtomicEth, BuildError, ExtHeaders, Ieth, Reth},
         psn::Psn,
         retry::Retries,
         window::{Entry, Kind, Started, Window},
@@ -81,7 +81,11 @@ impl Sent {
 
     pub(crate) fn wc_opcode(&self) -> WcOpcode {
         match self.kind() {
-            Kind::Send => WcOpcode::Send,
+            Kind::Send | Kind::SendInv => WcOpcode::Send,
+            Kind::Local => self
+                .wqe()
+                .opcode()
+                .map_or(WcOpcode::Send, WrOpcode::completion),
             Kind::Write => WcOpcode::RdmaWrite,
             Kind::Read => WcOpcode::RdmaRead,
             Kind::CompareSwap => WcOpcode::CompSwap,
@@ -179,6 +183,8 @@ fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
     Some(match w.opcode()? {
         WrOpcode::Send => (Kind::Send, None),
         WrOpcode::SendWithImm => (Kind::Send, Some(w.imm())),
+        WrOpcode::SendWithInv if !uc => (Kind::SendInv, None),
+        WrOpcode::BindMw | WrOpcode::LocalInv => (Kind::Local, None),
         WrOpcode::RdmaWrite => (Kind::Write, None),
         WrOpcode::RdmaWriteWithImm => (Kind::Write, Some(w.imm())),
         WrOpcode::RdmaRead if !uc => (Kind::Read, None),
@@ -204,6 +210,18 @@ fn prepare(
     let Some((kind, imm)) = kind(&w, shared.is_uc()) else {
         return Err((slot, WcStatus::LocQpOpErr));
     };
+    if kind == Kind::Local {
+        return match local(qp, shared, &w) {
+            Ok(()) => Ok(Sent {
+                slot,
+                imm,
+                len: 0,
+                mtu,
+                entry: Entry::new(kind, win.end(), 0),
+            }),
+            Err(status) => Err((slot, status)),
+        };
+    }
     let room = slot_len - SEND_WQE_HEADER;
     let len = if kind == Kind::AtomicWrite {
         // Its 8 bytes ride in the WQE; it names no local memory.
@@ -249,6 +267,21 @@ fn prepare(
         mtu,
         entry: Entry::new(kind, win.assign(npkts), npkts),
     })
+}
+
+/// Does a local WQE, when it starts: a bind takes effect before any later WQE is sent (IBA
+/// 10.6.7.2.1); it does not wait for earlier ones.
+fn local(qp: &Qp<Ferroce>, shared: &QpShared, w: &SendWqe<'_>) -> Result<(), WcStatus> {
+    let mrs = &qp.device().data().mrs;
+    match w.opcode() {
+        Some(WrOpcode::BindMw) => mrs
+            .bind(shared.pd, qp.qpn(), &w.bind_mw())
+            .map_err(|_| WcStatus::MwBindErr),
+        Some(WrOpcode::LocalInv) => mrs
+            .invalidate(shared.pd, qp.qpn(), w.invalidate_rkey(), false)
+            .map_err(|_| WcStatus::LocQpOpErr),
+        _ => Err(WcStatus::LocQpOpErr),
+    }
 }
 
 /// Transmits from `nxt` while the window and one budget allow, after asking again for the
@@ -378,11 +411,8 @@ fn send_request(
         _ => {}
     }
     let w = sent.wqe();
-    let mut bth = bth(
-        attr,
-        sent.kind().opcode(Position::Only, false),
-        sent.entry.first(),
-    );
+    let op = sent.kind().opcode(Position::Only, false).ok_or(EINVAL)?;
+    let mut bth = bth(attr, op, sent.entry.first());
     bth.ack_req = true;
     let (swap_add, compare) = match sent.kind() {
         Kind::CompareSwap => (w.atomic_swap(), w.atomic_compare_add()),
@@ -474,7 +504,7 @@ fn send_packet(
     };
     let pos = Position::of(i, sent.entry.npkts());
     let last = pos.ends();
-    let rc_op = sent.kind().opcode(pos, sent.imm.is_some());
+    let rc_op = sent.kind().opcode(pos, sent.imm.is_some()).ok_or(EINVAL)?;
     let op = if uc {
         rc_op.to_uc().ok_or(EINVAL)?
     } else {
@@ -497,6 +527,9 @@ fn send_packet(
             dma_len: sent.len,
         }),
         imm: if last { sent.imm } else { None },
+        ieth: (sent.kind() == Kind::SendInv && last).then(|| Ieth {
+            rkey: w.invalidate_rkey(),
+        }),
         ..ExtHeaders::default()
     };
     xmit.send_at(&bth, &ext, n, fill, depart)

@@ -23,7 +23,8 @@ use crate::{
         psn::Psn,
         responder::{request_fits, Refusal, Sequence, Sequencer, UcStep, UnderWay},
         wqe::{
-            access, Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_WITH_IMM,
+            access, Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE,
+            WC_WITH_IMM, WC_WITH_INV,
         },
     },
     qp::{QpCtx, QpInner, QpShared},
@@ -55,9 +56,17 @@ pub(super) fn check_range(cx: &QpCtx<'_>, reth: &Reth, right: u32) -> Result<(),
         return Ok(());
     }
     let mrs = &cx.dev().mrs;
-    sge::remote(mrs, cx.shared.pd, reth.rkey, reth.va, reth.dma_len, right)
-        .map(|_| ())
-        .ok_or(Refusal::Access)
+    sge::remote(
+        mrs,
+        cx.shared.pd,
+        cx.qp.qpn(),
+        reth.rkey,
+        reth.va,
+        reth.dma_len,
+        right,
+    )
+    .map(|_| ())
+    .ok_or(Refusal::Access)
 }
 
 /// The counter a refusal counts on an RC QP.
@@ -109,7 +118,7 @@ pub(crate) fn on_request(
     let more = cx
         .with_peer(|cx, xmit| {
             request(cx, xmit, pkt, counters);
-            read::answer(cx.inner, xmit)
+            read::answer(cx.inner, xmit, cx.qp.qpn())
         })
         .ok_or(QpDrop::BadState)?;
     if more {
@@ -419,8 +428,23 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let Some(r) = cx.inner.resp.recv.take() else {
         return Err(Refusal::Invalid);
     };
-    let status = r.failed.unwrap_or(WcStatus::Success);
-    let c = recv_completion(cx.qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
+    let mut status = r.failed.unwrap_or(WcStatus::Success);
+    let mut c = recv_completion(cx.qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
+    // SEND with invalidate: once it landed, the key it names goes (a window bound to this QP).
+    if let (WcStatus::Success, Some(ieth)) = (status, pkt.ext.ieth) {
+        let mrs = &cx.dev().mrs;
+        if mrs
+            .invalidate(cx.shared.pd, cx.qp.qpn(), ieth.rkey, true)
+            .is_ok()
+        {
+            c.wc_flags |= WC_WITH_INV;
+            // The key in host order where the user ABI has `ex.invalidate_rkey`.
+            c.imm_data = u32::from_be_bytes(ieth.rkey.to_ne_bytes());
+        } else {
+            status = WcStatus::RemInvReqErr;
+            c.status = status;
+        }
+    }
     complete_recv(cx, &r.slot, c, pkt.bth.solicited);
     match status {
         WcStatus::Success => Ok(()),
@@ -468,7 +492,9 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
             }
             let mrs = &cx.qp.device().data().mrs;
             let access = access::REMOTE_WRITE;
-            let Some((mr, at)) = sge::remote(mrs, cx.shared.pd, w.rkey, w.va, n, access) else {
+            let Some((mr, at)) =
+                sge::remote(mrs, cx.shared.pd, cx.qp.qpn(), w.rkey, w.va, n, access)
+            else {
                 // Deregistered since the message started: not one more byte.
                 cx.inner.resp.write = None;
                 return Err(Refusal::Access);
