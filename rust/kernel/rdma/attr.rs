@@ -399,14 +399,15 @@ mod tests {
             Access::RemoteWrite,
             Access::RemoteRead,
             Access::RemoteAtomic,
+            Access::MwBind,
         ];
         for (i, f) in all.iter().enumerate() {
-            // IB_ACCESS_LOCAL_WRITE is bit 0, the remote rights the next three.
+            // IB_ACCESS_LOCAL_WRITE is bit 0, the remote rights the next three, MW_BIND bit 4.
             assert_eq!(*f as u32, 1 << i);
-            assert!(AccessFlags::from_raw(0xf).contains(*f));
-            assert!(!AccessFlags::from_raw(0xf & !(*f as u32)).contains(*f));
+            assert!(AccessFlags::from_raw(0x1f).contains(*f));
+            assert!(!AccessFlags::from_raw(0x1f & !(*f as u32)).contains(*f));
         }
-        assert_eq!(AccessFlags::all_bits(), 0xf);
+        assert_eq!(AccessFlags::all_bits(), 0x1f);
     }
 
     #[test]

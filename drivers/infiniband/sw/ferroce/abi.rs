@@ -30,6 +30,15 @@ const _: () = {
     assert!(off::ATOMIC_COMPARE_ADD == offset_of!(rxe_send_wqe, wr.wr.atomic.compare_add));
     assert!(off::ATOMIC_SWAP == offset_of!(rxe_send_wqe, wr.wr.atomic.swap));
     assert!(off::ATOMIC_RKEY == offset_of!(rxe_send_wqe, wr.wr.atomic.rkey));
+    assert!(off::MW_ADDR == offset_of!(rxe_send_wqe, wr.wr.mw.addr));
+    assert!(off::MW_LENGTH == offset_of!(rxe_send_wqe, wr.wr.mw.length));
+    assert!(off::MW_MR_LKEY == offset_of!(rxe_send_wqe, wr.wr.mw.mr_lkey));
+    assert!(off::MW_MW_RKEY == offset_of!(rxe_send_wqe, wr.wr.mw.mw_rkey));
+    assert!(off::MW_RKEY == offset_of!(rxe_send_wqe, wr.wr.mw.rkey));
+    assert!(off::MW_ACCESS == offset_of!(rxe_send_wqe, wr.wr.mw.access));
+    assert!(off::IMM == offset_of!(rxe_send_wqe, wr.ex.invalidate_rkey));
+    // An ATOMIC WRITE's 8 bytes sit where inline data and SGEs start.
+    assert!(wqe::SEND_WQE_HEADER == offset_of!(rxe_send_wqe, dma.__bindgen_anon_1));
     assert!(off::UD_REMOTE_QPN == offset_of!(rxe_send_wqe, wr.wr.ud.remote_qpn));
     assert!(off::UD_REMOTE_QKEY == offset_of!(rxe_send_wqe, wr.wr.ud.remote_qkey));
     assert!(off::UD_AH_NUM == offset_of!(rxe_send_wqe, wr.wr.ud.ah_num));

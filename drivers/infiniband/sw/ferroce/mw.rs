@@ -33,8 +33,9 @@ struct Binding {
     addr: u64,
     len: u64,
     access: u32,
-    /// Type 2: the QP that bound it, the only one that accepts its key.
-    qpn: Option<u32>,
+    /// Type 2: the QP that bound it ([`crate::qp::QpShared::id`]), the only one that accepts
+    /// its key.
+    qp: Option<u64>,
 }
 
 /// A window as its lock holds it.
@@ -105,12 +106,12 @@ impl MwTable {
 
 impl MwState {
     /// The region and range a peer's request for `len` bytes at `va` with `rights` reaches
-    /// through the window of `key`, for a QP of `pd` numbered `qpn`.
+    /// through the window of `key`, for the QP `qp` of `pd`.
     fn reach(
         &self,
         key: u32,
         pd: usize,
-        qpn: u32,
+        qp: u64,
         va: u64,
         len: u32,
         rights: u32,
@@ -121,7 +122,7 @@ impl MwState {
             va >= b.addr && va.checked_add(u64::from(len))? <= b.addr.checked_add(b.len)?;
         let ok = bound.key == key
             && self.pd == pd
-            && b.qpn.is_none_or(|q| q == qpn)
+            && b.qp.is_none_or(|q| q == qp)
             && b.access & rights == rights
             && inside;
         ok.then_some(b)
@@ -130,11 +131,12 @@ impl MwState {
 
 impl MrTable {
     /// The region and offset a peer's `rkey` (a region's or a window's), `va` and `len` name,
-    /// if they may be used by the QP of `pd` numbered `qpn` with `rights`, over the whole range.
+    /// if they may be used by the QP `qp` ([`crate::qp::QpShared::id`]) of `pd` with `rights`,
+    /// over the whole range.
     pub(crate) fn remote(
         &self,
         pd: usize,
-        qpn: u32,
+        qp: u64,
         rkey: u32,
         va: u64,
         len: u32,
@@ -144,7 +146,7 @@ impl MrTable {
             let b = self
                 .windows
                 .get(rkey)?
-                .reach(rkey, pd, qpn, va, len, rights)?;
+                .reach(rkey, pd, qp, va, len, rights)?;
             let mr = self.get(b.mr_key)?;
             // The region it was bound to, not one that took its key since.
             if mr.serial != b.mr_serial {
@@ -164,9 +166,9 @@ impl MrTable {
         (end <= mr.mem.len()).then_some((mr, start))
     }
 
-    /// Binds (or, with length 0, unbinds) the window a bind WQE of the QP of `pd` numbered
-    /// `qpn` names. Checks as IBA C10-72 to C10-75 and o10-37.2.30 ask.
-    pub(crate) fn bind(&self, pd: usize, qpn: u32, w: &BindMw) -> Result<(), MwError> {
+    /// Binds (or, with length 0, unbinds) the window a bind WQE of the QP `qp` of `pd` names.
+    /// Checks as IBA C10-72 to C10-75 and o10-37.2.30 ask.
+    pub(crate) fn bind(&self, pd: usize, qp: u64, w: &BindMw) -> Result<(), MwError> {
         let mw = self.windows.get(w.mw_rkey).ok_or(MwError::NotFound)?;
         if mw.pd != pd {
             return Err(MwError::NotFound);
@@ -200,7 +202,7 @@ impl MrTable {
                 addr: w.addr,
                 len: w.len,
                 access: w.access,
-                qpn: (mw.ty == MwType::Type2).then_some(qpn),
+                qp: (mw.ty == MwType::Type2).then_some(qp),
             })
         };
         let mut bound = mw.bound.lock();
@@ -216,13 +218,13 @@ impl MrTable {
         Ok(())
     }
 
-    /// Invalidates the type 2 window of `rkey`, for the QP of `pd` numbered `qpn`: locally
-    /// (LOCAL_INV, `remote` false) or by a peer's SEND with invalidate, which only the QP it is
-    /// bound to takes. Regions cannot be invalidated (no fast registration yet).
+    /// Invalidates the type 2 window of `rkey`, for the QP `qp` of `pd`: locally (LOCAL_INV,
+    /// `remote` false) or by a peer's SEND with invalidate, which only the QP it is bound to
+    /// takes. Regions cannot be invalidated (no fast registration yet).
     pub(crate) fn invalidate(
         &self,
         pd: usize,
-        qpn: u32,
+        qp: u64,
         rkey: u32,
         remote: bool,
     ) -> Result<(), MwError> {
@@ -240,7 +242,7 @@ impl MrTable {
         let Some(b) = bound.to else {
             return Err(MwError::BadState);
         };
-        if mw.ty != MwType::Type2 || (remote && b.qpn != Some(qpn)) {
+        if mw.ty != MwType::Type2 || (remote && b.qp != Some(qp)) {
             return Err(MwError::BadState);
         }
         bound.to = None;

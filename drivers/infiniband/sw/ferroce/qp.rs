@@ -31,7 +31,7 @@ use crate::{
     queue::{mminfo, MMINFO_SIZE},
     rc, ud,
 };
-use core::sync::atomic::{AtomicBool, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     impl_has_hr_timer, impl_has_work,
     net::skbuff::SkbQueue,
@@ -118,6 +118,9 @@ impl<'a> QpCtx<'a> {
     }
 }
 
+/// The next [`QpShared::id`].
+static NEXT_QP_ID: AtomicU64 = AtomicU64::new(0);
+
 /// What the data path needs of a QP; shared with the device's QP table.
 ///
 /// Its state is under a spinlock held with softirqs off: packets are taken in softirq, as they
@@ -127,6 +130,9 @@ impl<'a> QpCtx<'a> {
 pub(crate) struct QpShared {
     qp_type: QpType,
     pub(crate) pd: usize,
+    /// Unique among every QP the module ever made (a QP number is reused): what a type 2
+    /// memory window is bound to.
+    pub(crate) id: u64,
     pub(crate) sq: WorkRing,
     pub(crate) rq: WorkRing,
     pub(crate) caps: QpCaps,
@@ -303,6 +309,7 @@ impl FerroceQp {
             try_pin_init!(QpShared {
                 qp_type: init.qp_type,
                 pd: pd.id(),
+                id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
                 sq,
                 rq,
                 caps,
@@ -398,8 +405,9 @@ impl FerroceQp {
         Ok(())
     }
 
-    /// User space posted sends. Before RTS they wait; in the error state they complete with a
-    /// flush error at once. What one budget does not send, the QP's work sends.
+    /// User space posted sends. Before RTS the doorbell fails (`EINVAL`); in the error state
+    /// they complete with a flush error at once; in SQE they wait. What one budget does not
+    /// send, the QP's work sends.
     pub(crate) fn doorbell(qp: &Qp<Ferroce>) -> Result {
         let this = &qp.data().shared;
         let (res, more) = {
@@ -415,7 +423,7 @@ impl FerroceQp {
                 (QpState::Err, _) => (this.flush(qp, cx.inner), false),
                 (s, QpType::Ud) if s.can_send() => (Ok(()), ud::send::push(&mut cx)),
                 (s, QpType::Rc | QpType::Uc) if s.can_send() => (Ok(()), rc::req::push(&mut cx)),
-                // Before RTS they wait.
+                // SQE: they wait.
                 _ => (Ok(()), false),
             }
         };

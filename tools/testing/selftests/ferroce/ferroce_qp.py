@@ -17,6 +17,8 @@ from pyverbs.device import Context
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.mr import MR
+from pyverbs.wr import SGE, SendWR
 
 DEV = sys.argv.pop(1) if len(sys.argv) > 1 else "fer0"
 ALL = 0x1FFFFFF
@@ -144,6 +146,32 @@ class QpTest(unittest.TestCase):
             self.assertEqual(ctx.exception.error_code, errno.EINVAL)
         self.assertEqual(qp.query(ALL)[0].qp_state, e.IBV_QPS_RESET)
         qp.close()
+
+    def test_a_send_before_rts_fails_at_the_doorbell(self):
+        # As on the C rxe: RESET, INIT and RTR refuse a posted send with EINVAL (rdma-core's
+        # test_post_send_qp_state_bad_flow checks UD in RESET only).
+        gid_index, gid = roce_v2_ipv4_gid(self.ctx)
+        # Closed with the PD (pyverbs closes a PD's objects with it).
+        mr = MR(self.pd, 64, e.IBV_ACCESS_LOCAL_WRITE)
+        for qp_type in (e.IBV_QPT_RC, e.IBV_QPT_UC):
+            qp = self.qp(qp_type)
+            for step in ("reset", "init", "rtr"):
+                if step == "init":
+                    qa = QPAttr(port_num=1)
+                    qa.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
+                    qp.to_init(qa)
+                elif step == "rtr":
+                    qa = QPAttr(port_num=1)
+                    qa.ah_attr = AHAttr(port_num=1, is_global=1,
+                                        gr=GlobalRoute(dgid=gid, sgid_index=gid_index))
+                    qa.path_mtu = e.IBV_MTU_1024
+                    qa.dest_qp_num = qp.qp_num
+                    qp.to_rtr(qa)
+                with self.assertRaises(PyverbsRDMAError, msg=f"{qp_type} {step}") as ex:
+                    qp.post_send(SendWR(opcode=e.IBV_WR_SEND, num_sge=1,
+                                        sg=[SGE(mr.buf, 8, mr.lkey)]))
+                self.assertEqual(ex.exception.error_code, errno.EINVAL)
+            qp.close()
 
     def test_a_path_mtu_that_is_no_ib_mtu_fails(self):
         gid_index, gid = roce_v2_ipv4_gid(self.ctx)

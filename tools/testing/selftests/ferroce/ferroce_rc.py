@@ -986,6 +986,27 @@ class InjectedWindows(Injecting, unittest.TestCase):
         connect(qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN + 1)
         return qp
 
+    def test_a_type1_window_serves_the_pd_and_no_other(self):
+        mw = self.mw(e.IBV_MW_TYPE_1)
+        info = MWBindInfo(self.wmr, self.wmr.buf, 64, e.IBV_ACCESS_REMOTE_WRITE)
+        # Bound from another QP of the PD: this QP takes its key too.
+        self.other_qp().bind_mw(mw, MWBind(info, e.IBV_SEND_SIGNALED))
+        self.assertEqual([w.status for w in poll(self.ep.cq, 1)], [e.IBV_WC_SUCCESS])
+        self.inject("rc_write", ("rx_write_requests",), rkey=mw.rkey, va=self.wmr.buf)
+        self.assertEqual(self.wmr.read(16, 0), b"\xa5" * 16)
+        # A window of another process (another context and PD) is not this QP's.
+        other = Endpoint(DEV, ADDR)
+        self.objs.append(other)
+        connect(other.qp, PEER_ADDR, other.gid_index, FAKE_PEER_QPN + 2)
+        omr = self.keep(MR(other.pd, MR_LEN, MW_MR_ACCESS))
+        omw = self.keep(MW(other.pd, e.IBV_MW_TYPE_1))
+        oinfo = MWBindInfo(omr, omr.buf, 64, e.IBV_ACCESS_REMOTE_WRITE)
+        other.qp.bind_mw(omw, MWBind(oinfo, e.IBV_SEND_SIGNALED))
+        self.assertEqual([w.status for w in poll(other.cq, 1)], [e.IBV_WC_SUCCESS])
+        self.inject("rc_write", ("rx_write_requests", "resp_remote_access_errors"),
+                    psn=RQ_PSN + 1, rkey=omw.rkey, va=omr.buf)
+        self.assertEqual(omr.read(64, 0), bytes(64))
+
     def test_a_window_whose_region_goes_lets_nothing_in(self):
         st, rkey = self.bind(0, 64, e.IBV_ACCESS_REMOTE_WRITE)
         self.assertEqual(st, e.IBV_WC_SUCCESS)

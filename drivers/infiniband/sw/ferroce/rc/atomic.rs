@@ -47,7 +47,7 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Re
     let (mr, at) = sge::remote(
         mrs,
         cx.shared.pd,
-        cx.qp.qpn(),
+        cx.shared.id,
         a.rkey,
         a.va,
         WORD,
@@ -106,7 +106,7 @@ pub(crate) fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
     let (mr, at) = sge::remote(
         mrs,
         cx.shared.pd,
-        cx.qp.qpn(),
+        cx.shared.id,
         reth.rkey,
         reth.va,
         WORD,

@@ -120,7 +120,7 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
             break;
         };
         let status = sent.entry.status();
-        if status == WcStatus::Success && sent.kind() == Kind::Send {
+        if status == WcStatus::Success && matches!(sent.kind(), Kind::Send | Kind::SendInv) {
             cx.counters().inc(Counter::RdmaSends);
         }
         // The slot is the producer's again before its completion shows: a process that posts

@@ -117,9 +117,9 @@ pub(crate) fn duplicate(inner: &mut QpInner, pkt: &Packet<'_>) {
     }
 }
 
-/// Sends the next batch of read responses of the QP numbered `qpn`. Returns whether more are
-/// left (for the QP's work).
-pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>, qpn: u32) -> bool {
+/// Sends the next batch of read responses of the QP `qp` ([`crate::qp::QpShared::id`]).
+/// Returns whether more are left (for the QP's work).
+pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>, qp: u64) -> bool {
     let mut budget = BATCH;
     let attr = inner.attr;
     for r in inner.resp.resources.iter_mut() {
@@ -131,9 +131,10 @@ pub(crate) fn answer(inner: &mut QpInner, xmit: &Xmit<'_>, qpn: u32) -> bool {
                 return true;
             }
             budget -= 1;
-            match send_response(xmit, &attr, qpn, &response) {
+            match send_response(xmit, &attr, qp, &response) {
                 Ok(()) => r.sent(),
-                // The region was deregistered: give up on this READ; the requester's timer
+                // The key reaches no more (the region was deregistered, or the window
+                // invalidated, rebound or freed): give up on this READ; the requester's timer
                 // reports it.
                 Err(e) if e == EFAULT => r.abandon(),
                 // No memory: the work tries again.
@@ -149,13 +150,13 @@ pub(crate) fn resume(cx: &mut QpCtx<'_>) -> bool {
     if !cx.inner.resp.resources.answering() {
         return false;
     }
-    cx.with_peer(|cx, xmit| answer(cx.inner, xmit, cx.qp.qpn()))
+    cx.with_peer(|cx, xmit| answer(cx.inner, xmit, cx.shared.id))
         .unwrap_or(false)
 }
 
 /// Sends one read response. Not paced yet, so not ECN-capable: pacing them would hold the QP's
 /// incoming packets (ACKs and CNPs among them) behind them.
-fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, qpn: u32, r: &Response) -> Result {
+fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, qp: u64, r: &Response) -> Result {
     // Copied from the region straight into the packet.
     let fill = |dst: &mut [u8]| {
         if dst.is_empty() {
@@ -165,7 +166,7 @@ fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, qpn: u32, r: &Response) -> Resu
         // CAST: `dst` is at most one MTU.
         let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        let (mr, at) = sge::remote(mrs, r.pd, qpn, r.rkey, r.va, n, access::REMOTE_READ)
+        let (mr, at) = sge::remote(mrs, r.pd, qp, r.rkey, r.va, n, access::REMOTE_READ)
             .ok_or(BuildError::Payload)?;
         mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };

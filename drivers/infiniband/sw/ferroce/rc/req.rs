@@ -150,6 +150,11 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
             // No memory now: the work tries again.
             Err(_) => return true,
         };
+        // Room first: a bind or invalidate takes effect in `prepare`, and must not be done
+        // again because the WQE could not be kept.
+        if cx.inner.req.flight.reserve(1, GFP_ATOMIC).is_err() {
+            return true;
+        }
         let sent = match prepare(cx.qp, cx.shared, slot, mtu, &mut cx.inner.req.win) {
             Ok(sent) => sent,
             Err((slot, status)) => {
@@ -166,6 +171,7 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
                 }
             }
         };
+        // Reserved above: this does not fail.
         if cx.inner.req.flight.push(sent, GFP_ATOMIC).is_err() {
             return true;
         }
@@ -269,16 +275,17 @@ fn prepare(
     })
 }
 
-/// Does a local WQE, when it starts: a bind takes effect before any later WQE is sent (IBA
-/// 10.6.7.2.1); it does not wait for earlier ones.
+/// Does a local WQE, when it starts: a bind takes effect before any later WQE is sent; it does
+/// not wait for earlier ones to be sent or answered (C rxe does it when its requester reaches
+/// the WQE, after the earlier ones were sent).
 fn local(qp: &Qp<Ferroce>, shared: &QpShared, w: &SendWqe<'_>) -> Result<(), WcStatus> {
     let mrs = &qp.device().data().mrs;
     match w.opcode() {
         Some(WrOpcode::BindMw) => mrs
-            .bind(shared.pd, qp.qpn(), &w.bind_mw())
+            .bind(shared.pd, shared.id, &w.bind_mw())
             .map_err(|_| WcStatus::MwBindErr),
         Some(WrOpcode::LocalInv) => mrs
-            .invalidate(shared.pd, qp.qpn(), w.invalidate_rkey(), false)
+            .invalidate(shared.pd, shared.id, w.invalidate_rkey(), false)
             .map_err(|_| WcStatus::LocQpOpErr),
         _ => Err(WcStatus::LocQpOpErr),
     }

@@ -49,8 +49,8 @@ pub(super) fn granted(cx: &QpCtx<'_>, right: Access) -> Result<(), Refusal> {
     }
 }
 
-/// `Refusal::Access` unless the region `reth` names is of the QP's PD, grants `right` and holds
-/// the whole range; a zero-length request names no memory.
+/// `Refusal::Access` unless the key `reth` names (a region's or a memory window's) lets this
+/// QP at the whole range with `right`; a zero-length request names no memory.
 pub(super) fn check_range(cx: &QpCtx<'_>, reth: &Reth, right: u32) -> Result<(), Refusal> {
     if reth.dma_len == 0 {
         return Ok(());
@@ -59,7 +59,7 @@ pub(super) fn check_range(cx: &QpCtx<'_>, reth: &Reth, right: u32) -> Result<(),
     sge::remote(
         mrs,
         cx.shared.pd,
-        cx.qp.qpn(),
+        cx.shared.id,
         reth.rkey,
         reth.va,
         reth.dma_len,
@@ -118,7 +118,7 @@ pub(crate) fn on_request(
     let more = cx
         .with_peer(|cx, xmit| {
             request(cx, xmit, pkt, counters);
-            read::answer(cx.inner, xmit, cx.qp.qpn())
+            read::answer(cx.inner, xmit, cx.shared.id)
         })
         .ok_or(QpDrop::BadState)?;
     if more {
@@ -434,7 +434,7 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     if let (WcStatus::Success, Some(ieth)) = (status, pkt.ext.ieth) {
         let mrs = &cx.dev().mrs;
         if mrs
-            .invalidate(cx.shared.pd, cx.qp.qpn(), ieth.rkey, true)
+            .invalidate(cx.shared.pd, cx.shared.id, ieth.rkey, true)
             .is_ok()
         {
             c.wc_flags |= WC_WITH_INV;
@@ -493,7 +493,7 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
             let mrs = &cx.qp.device().data().mrs;
             let access = access::REMOTE_WRITE;
             let Some((mr, at)) =
-                sge::remote(mrs, cx.shared.pd, cx.qp.qpn(), w.rkey, w.va, n, access)
+                sge::remote(mrs, cx.shared.pd, cx.shared.id, w.rkey, w.va, n, access)
             else {
                 // Deregistered since the message started: not one more byte.
                 cx.inner.resp.write = None;
