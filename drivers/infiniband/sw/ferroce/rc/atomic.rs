@@ -13,6 +13,7 @@
 //! is one: a duplicate gets the empty response again and stores nothing.
 
 use crate::{
+    mr::MrRef,
     net::{recv::Packet, xmit::Xmit},
     proto::{
         aeth::Syndrome,
@@ -33,28 +34,32 @@ use kernel::{prelude::*, rdma::attr::Access};
 /// The word an atomic works on: 8 bytes, naturally aligned.
 const WORD: u32 = 8;
 
-/// Takes an atomic request in sequence: checks it, does it, keeps its answer and sends it.
-pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
-    let a = pkt.ext.atomic.ok_or(Refusal::Invalid)?;
-    granted(cx, Access::RemoteAtomic)?;
-    // The word must be naturally aligned; a misaligned one is an invalid request (as C rxe).
-    if a.va % u64::from(WORD) != 0 {
+/// What every 8-byte operation needs before it is done: a naturally aligned word (else an
+/// invalid request, as C rxe) that the key lets this QP at with `right`, and room for one more
+/// responder resource. Returns the region and the word's offset in it.
+fn claim_word(
+    cx: &mut QpCtx<'_>,
+    rkey: u32,
+    va: u64,
+    right: u32,
+) -> Result<(MrRef, usize), Refusal> {
+    if va % u64::from(WORD) != 0 {
         return Err(Refusal::Invalid);
     }
     let granted = cx.inner.attr.max_dest_rd_atomic;
     cx.inner.resp.resources.admit(granted)?;
     let mrs = &cx.dev().mrs;
-    let (mr, at) = sge::remote(
-        mrs,
-        cx.shared.pd,
-        cx.shared.id,
-        a.rkey,
-        a.va,
-        WORD,
-        access::REMOTE_ATOMIC,
-    )
-    .ok_or(Refusal::Access)?;
+    let found = sge::remote(mrs, cx.shared.pd, cx.shared.id, rkey, va, WORD, right)
+        .ok_or(Refusal::Access)?;
     cx.inner.resp.resources.make_room(granted)?;
+    Ok(found)
+}
+
+/// Takes an atomic request in sequence: checks it, does it, keeps its answer and sends it.
+pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
+    let a = pkt.ext.atomic.ok_or(Refusal::Invalid)?;
+    granted(cx, Access::RemoteAtomic)?;
+    let (mr, at) = claim_word(cx, a.rkey, a.va, access::REMOTE_ATOMIC)?;
     let compare_swap = pkt.info.opcode == Opcode::RcCompareSwap;
     // The word as the process sees it, in host order; the wire carries the operands as numbers.
     let orig = mr
@@ -92,28 +97,15 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Re
 pub(crate) fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
     granted(cx, Access::RemoteWrite)?;
-    // IBA oA19-28: exactly one naturally aligned word; anything else is an invalid request.
+    // IBA oA19-28: exactly one word; anything else is an invalid request.
     let mut value = [0u8; WORD as usize];
-    if reth.dma_len != WORD || pkt.bth.pad != 0 || reth.va % u64::from(WORD) != 0 {
+    if reth.dma_len != WORD || pkt.bth.pad != 0 {
         return Err(Refusal::Invalid);
     }
     pkt.payload
         .copy_to(&mut value)
         .map_err(|_| Refusal::Invalid)?;
-    let granted = cx.inner.attr.max_dest_rd_atomic;
-    cx.inner.resp.resources.admit(granted)?;
-    let mrs = &cx.dev().mrs;
-    let (mr, at) = sge::remote(
-        mrs,
-        cx.shared.pd,
-        cx.shared.id,
-        reth.rkey,
-        reth.va,
-        WORD,
-        access::REMOTE_WRITE,
-    )
-    .ok_or(Refusal::Access)?;
-    cx.inner.resp.resources.make_room(granted)?;
+    let (mr, at) = claim_word(cx, reth.rkey, reth.va, access::REMOTE_WRITE)?;
     // The bytes as they came: the requester's process wrote them in its memory's order.
     mr.mem
         .with_atomic_u64(at, |word| {
