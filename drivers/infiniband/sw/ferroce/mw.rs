@@ -166,13 +166,18 @@ impl MrTable {
         (end <= mr.mem.len()).then_some((mr, start))
     }
 
+    /// The window of `key`'s index, if it is of `pd` (its whole key is checked under its lock).
+    fn window_of(&self, key: u32, pd: usize) -> Result<Arc<MwState>, MwError> {
+        self.windows
+            .get(key)
+            .filter(|mw| mw.pd == pd)
+            .ok_or(MwError::NotFound)
+    }
+
     /// Binds (or, with length 0, unbinds) the window a bind WQE of the QP `qp` of `pd` names.
     /// Checks as IBA C10-72 to C10-75 and o10-37.2.30 ask.
     pub(crate) fn bind(&self, pd: usize, qp: u64, w: &BindMw) -> Result<(), MwError> {
-        let mw = self.windows.get(w.mw_rkey).ok_or(MwError::NotFound)?;
-        if mw.pd != pd {
-            return Err(MwError::NotFound);
-        }
+        let mw = self.window_of(w.mw_rkey, pd)?;
         if w.access & !BINDABLE != 0 {
             return Err(MwError::Refused);
         }
@@ -231,10 +236,7 @@ impl MrTable {
         if !MwTable::is_window_key(rkey) {
             return Err(MwError::BadState);
         }
-        let mw = self.windows.get(rkey).ok_or(MwError::NotFound)?;
-        if mw.pd != pd {
-            return Err(MwError::NotFound);
-        }
+        let mw = self.window_of(rkey, pd)?;
         let mut bound = mw.bound.lock();
         if bound.key != rkey {
             return Err(MwError::NotFound);

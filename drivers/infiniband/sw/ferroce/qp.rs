@@ -20,6 +20,7 @@ use crate::{
     counters::Counters,
     device::{Ferroce, FerroceDevice},
     limits,
+    mr::MrRef,
     net::xmit::TxPath,
     proto::{
         build::Path,
@@ -105,6 +106,20 @@ impl<'a> QpCtx<'a> {
     /// The device's state.
     pub(crate) fn dev(&self) -> &'a FerroceDevice {
         self.qp.device().data()
+    }
+
+    /// The region and offset a peer's `rkey` (a region's or a memory window's), `va` and `len`
+    /// name, if this QP may use them with `rights` over the whole range.
+    pub(crate) fn remote(
+        &self,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        rights: u32,
+    ) -> Option<(MrRef, usize)> {
+        self.dev()
+            .mrs
+            .remote(self.shared.pd, self.shared.id, rkey, va, len, rights)
     }
 
     /// The device's counters.

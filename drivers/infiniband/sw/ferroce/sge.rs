@@ -155,18 +155,3 @@ pub(crate) fn scatter(
         WcStatus::LocLenErr,
     )
 }
-
-/// The region and offset a peer's `rkey`/`va`/`len` names (through a memory window or not),
-/// if the key, the PD and QP (`pd`, `qp`: [`crate::qp::QpShared::id`]), `access` and the
-/// whole range check out.
-pub(crate) fn remote(
-    mrs: &MrTable,
-    pd: usize,
-    qp: u64,
-    rkey: u32,
-    va: u64,
-    len: u32,
-    access: u32,
-) -> Option<(MrRef, usize)> {
-    mrs.remote(pd, qp, rkey, va, len, access)
-}

@@ -26,7 +26,6 @@ use crate::{
     },
     qp::{QpCtx, QpInner},
     rc::{self, path_mtu, resp::granted},
-    sge,
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, rdma::attr::Access};
@@ -48,9 +47,7 @@ fn claim_word(
     }
     let granted = cx.inner.attr.max_dest_rd_atomic;
     cx.inner.resp.resources.admit(granted)?;
-    let mrs = &cx.dev().mrs;
-    let found = sge::remote(mrs, cx.shared.pd, cx.shared.id, rkey, va, WORD, right)
-        .ok_or(Refusal::Access)?;
+    let found = cx.remote(rkey, va, WORD, right).ok_or(Refusal::Access)?;
     cx.inner.resp.resources.make_room(granted)?;
     Ok(found)
 }

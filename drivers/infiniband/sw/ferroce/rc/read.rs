@@ -26,7 +26,6 @@ use crate::{
         self, path_mtu,
         resp::{check_range, granted},
     },
-    sge,
 };
 use kernel::{
     prelude::*,
@@ -166,7 +165,8 @@ fn send_response(xmit: &Xmit<'_>, attr: &QpAttr, qp: u64, r: &Response) -> Resul
         // CAST: `dst` is at most one MTU.
         let n = dst.len() as u32;
         // Deregistered since the READ came: it is not answered further.
-        let (mr, at) = sge::remote(mrs, r.pd, qp, r.rkey, r.va, n, access::REMOTE_READ)
+        let (mr, at) = mrs
+            .remote(r.pd, qp, r.rkey, r.va, n, access::REMOTE_READ)
             .ok_or(BuildError::Payload)?;
         mr.mem.read(at, dst).map_err(|_| BuildError::Payload)
     };

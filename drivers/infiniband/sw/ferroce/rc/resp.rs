@@ -55,18 +55,9 @@ pub(super) fn check_range(cx: &QpCtx<'_>, reth: &Reth, right: u32) -> Result<(),
     if reth.dma_len == 0 {
         return Ok(());
     }
-    let mrs = &cx.dev().mrs;
-    sge::remote(
-        mrs,
-        cx.shared.pd,
-        cx.shared.id,
-        reth.rkey,
-        reth.va,
-        reth.dma_len,
-        right,
-    )
-    .map(|_| ())
-    .ok_or(Refusal::Access)
+    cx.remote(reth.rkey, reth.va, reth.dma_len, right)
+        .map(|_| ())
+        .ok_or(Refusal::Access)
 }
 
 /// The counter a refusal counts on an RC QP.
@@ -142,12 +133,10 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
         }
         Sequence::Duplicate => {
             counters.inc(Counter::DuplicateRequest);
-            if pkt.info.kind == OpKind::ReadRequest {
+            if matches!(pkt.info.kind, OpKind::ReadRequest | OpKind::AtomicWrite) {
                 // Answered again only from where the requester lost it, and only if it is one
-                // of the READs this QP answered: a forged one reads nothing.
-                read::duplicate(cx.inner, pkt);
-            } else if pkt.info.kind == OpKind::AtomicWrite {
-                // Answered like a READ: its empty response again; nothing is stored twice.
+                // of the READs this QP answered (an ATOMIC WRITE's is an empty READ, so it is
+                // not stored twice): a forged one reads nothing.
                 read::duplicate(cx.inner, pkt);
             } else if pkt.info.kind == OpKind::Atomic {
                 // Its saved answer again, if kept; the word is not changed twice.
@@ -428,7 +417,7 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let Some(r) = cx.inner.resp.recv.take() else {
         return Err(Refusal::Invalid);
     };
-    let mut status = r.failed.unwrap_or(WcStatus::Success);
+    let status = r.failed.unwrap_or(WcStatus::Success);
     let mut c = recv_completion(cx.qp, status, WcOpcode::Recv, r.offset, pkt.ext.imm);
     // SEND with invalidate: once it landed, the key it names goes (a window bound to this QP).
     if let (WcStatus::Success, Some(ieth)) = (status, pkt.ext.ieth) {
@@ -441,10 +430,10 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
             // The key in host order where the user ABI has `ex.invalidate_rkey`.
             c.imm_data = u32::from_be_bytes(ieth.rkey.to_ne_bytes());
         } else {
-            status = WcStatus::RemInvReqErr;
-            c.status = status;
+            c.status = WcStatus::RemInvReqErr;
         }
     }
+    let status = c.status;
     complete_recv(cx, &r.slot, c, pkt.bth.solicited);
     match status {
         WcStatus::Success => Ok(()),
@@ -490,10 +479,11 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
                 cx.inner.resp.write = None;
                 return Err(Refusal::Invalid);
             }
+            // Field by field: `w` holds the QP's state borrowed (`QpCtx::remote` would take
+            // the whole context).
             let mrs = &cx.qp.device().data().mrs;
-            let access = access::REMOTE_WRITE;
-            let Some((mr, at)) =
-                sge::remote(mrs, cx.shared.pd, cx.shared.id, w.rkey, w.va, n, access)
+            let right = access::REMOTE_WRITE;
+            let Some((mr, at)) = mrs.remote(cx.shared.pd, cx.shared.id, w.rkey, w.va, n, right)
             else {
                 // Deregistered since the message started: not one more byte.
                 cx.inner.resp.write = None;
