@@ -30,6 +30,7 @@ pub mod pd;
 pub mod pool;
 pub mod qp;
 pub mod slot;
+pub mod srq;
 pub mod stats;
 mod ucontext;
 pub mod udata;

@@ -346,6 +346,8 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// Does RC ATOMIC WRITE (IBA 1.5).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+    /// Resizes shared receive queues.
+    pub const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
 }
 
 /// Kernel capability flags (`IBK_*`) for [`DeviceAttrs::kernel_cap_flags`].

@@ -14,6 +14,7 @@ use super::{
     mw::{self, MwType},
     pd::{self, Pd},
     qp::{self, AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
+    srq::{self, Srq, SrqAttr, SrqAttrMask},
     stats::{self, StatDesc},
     ucontext,
     udata::Udata,
@@ -44,6 +45,8 @@ pub trait Driver: Sized + 'static {
     type Ah: Send + Sync;
     /// Per-memory-window data.
     type Mw: Send + Sync;
+    /// Per-shared-receive-queue data.
+    type Srq: Send + Sync;
 
     /// The `enum rdma_driver_id` that rdma-core matches its provider on.
     const DRIVER_ID: u32;
@@ -92,6 +95,25 @@ pub trait Driver: Sized + 'static {
 
     /// Creates a memory window of `ty` in `pd`; returns its first R_Key and its data.
     fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)>;
+
+    /// Creates a shared receive queue of at least `attr`'s size; returns its real size and its
+    /// data. `udata` is `None` for a kernel consumer.
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &SrqAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(SrqAttr, impl PinInit<Self::Srq, Error>)>;
+
+    /// Resizes a shared receive queue or arms its limit (those in `mask`).
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result;
+
+    /// Reports a shared receive queue's size and limit.
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr>;
 
     /// Creates a queue pair; `udata` is `None` for a kernel consumer.
     fn create_qp(
@@ -444,6 +466,67 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibsrq` was allocated by the core with `size_ib_srq` zeroed bytes, for a device of `T`.
+    unsafe extern "C" fn create_srq(
+        ibsrq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ib_create_srq_user()` passes its zeroed `size_ib_srq` object with `device`
+            // and `pd` set, the creator's `init` and NULL or the command's `driver_udata`.
+            unsafe { srq::create::<T>(ibsrq, init, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibsrq` was initialised by `create_srq`.
+    unsafe extern "C" fn modify_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ibsrq` is a live SRQ of ours (the caller holds it); `attr` is the
+            // caller's; `udata` NULL (`ib_modify_srq()`) or the command's `driver_udata`.
+            unsafe { srq::modify::<T>(ibsrq, attr, mask, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibsrq` was initialised by `create_srq`; `attr` is valid for writes.
+    unsafe extern "C" fn query_srq(
+        ibsrq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ibsrq` is a live SRQ of ours (the caller holds it); `attr` is the
+            // caller's out struct.
+            unsafe { srq::query::<T>(ibsrq, attr)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibsrq` was initialised by `create_srq`; the core frees it after this returns 0.
+    unsafe extern "C" fn destroy_srq(
+        ibsrq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `ibsrq` was set up by our `create_srq`; `ib_destroy_srq_user()` refuses an SRQ
+        // that QPs use (`usecnt`) and frees it after 0: the last use of its data.
+        unsafe { srq::drop_data::<T>(ibsrq) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was allocated by the core with `size_ib_qp` zeroed bytes, for a device of `T`.
     unsafe extern "C" fn create_qp(
         ibqp: *mut bindings::ib_qp,
@@ -707,6 +790,11 @@ impl<T: Driver> OpsVTable<T> {
         alloc_mw: Some(Self::alloc_mw),
         dealloc_mw: Some(Self::dealloc_mw),
         size_ib_mw: mw::alloc_size::<T>(),
+        create_srq: Some(Self::create_srq),
+        modify_srq: Some(Self::modify_srq),
+        query_srq: Some(Self::query_srq),
+        destroy_srq: Some(Self::destroy_srq),
+        size_ib_srq: srq::alloc_size::<T>(),
         mmap: Some(mmap::mmap),
         mmap_free: Some(mmap::mmap_free),
         ..pin_init::zeroed()

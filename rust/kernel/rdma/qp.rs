@@ -11,6 +11,7 @@ use super::{
     object::CoreObject,
     ops::Driver,
     pd::Pd,
+    srq::Srq,
     udata::Udata,
 };
 use crate::{
@@ -236,6 +237,8 @@ pub struct QpInit<'a, T: Driver> {
     pub send_cq: &'a Cq<T>,
     /// Where receive completions go.
     pub recv_cq: &'a Cq<T>,
+    /// The shared receive queue its receives come from, if any.
+    pub srq: Option<&'a Srq<T>>,
     /// Whether every send WR completes (not only signalled ones).
     pub sig_all: bool,
     /// Reaches the QP from outside its callbacks once it is created.
@@ -588,6 +591,35 @@ impl<T: Driver> Qp<T> {
         unsafe { Cq::<T>::from_raw((*self.0.c_ptr()).recv_cq) }
     }
 
+    /// The shared receive queue its receives come from; it outlives the QP (the core counts its
+    /// users).
+    pub fn srq(&self) -> Option<&Srq<T>> {
+        // SAFETY: Set by the core before create to NULL or a live SRQ of `T` (made by
+        // `srq::create`), which cannot be destroyed while this QP uses it.
+        let srq = unsafe { (*self.0.c_ptr()).srq };
+        // SAFETY: As above.
+        (!srq.is_null()).then(|| unsafe { Srq::<T>::from_raw(srq) })
+    }
+
+    /// Tells the consumer that the QP, in the error state, takes no more WQEs from its SRQ
+    /// (`IB_EVENT_QP_LAST_WQE_REACHED`). Any context.
+    pub fn raise_last_wqe_reached(&self) {
+        let qp = self.0.c_ptr();
+        // SAFETY: `device` is set at allocation; `event_handler` and `qp_context` are set by the
+        // core's `create_qp()` and never change after; its handlers (uverbs' queues the event
+        // for the process) may be called from any context.
+        unsafe {
+            if let Some(handler) = (*qp).event_handler {
+                let mut ev = bindings::ib_event {
+                    device: (*qp).device,
+                    element: bindings::ib_event__bindgen_ty_1 { qp },
+                    event: bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+                };
+                handler(&mut ev, (*qp).qp_context);
+            }
+        }
+    }
+
     /// The QP number.
     pub fn qpn(&self) -> u32 {
         // SAFETY: Set at creation and not changed after.
@@ -600,7 +632,8 @@ impl<T: Driver> Qp<T> {
 /// # Safety
 ///
 /// `qp` is a zeroed allocation of [`alloc_size`] bytes with `device` and `pd` set, for a device
-/// of `T`; `init` is valid and its CQs are live CQs of `T`; `udata` is NULL or the command's.
+/// of `T`; `init` is valid, its CQs are live CQs of `T` and its SRQ NULL or live; `udata` is
+/// NULL or the command's.
 pub(crate) unsafe fn create<T: Driver>(
     qp: *mut bindings::ib_qp,
     init: *mut bindings::ib_qp_init_attr,
@@ -610,7 +643,7 @@ pub(crate) unsafe fn create<T: Driver>(
     // `driver_udata` (verbs.c `create_qp` passes `&uattrs->driver_udata`), as
     // `Udata::from_raw` needs (this function's `# Safety`).
     let (init, mut udata) = unsafe { (&mut *init, Udata::from_raw(udata)) };
-    if !init.srq.is_null() || !init.xrcd.is_null() || init.send_cq.is_null() {
+    if !init.xrcd.is_null() || init.send_cq.is_null() {
         return Err(EOPNOTSUPP);
     }
     if init.recv_cq.is_null() {
@@ -618,6 +651,12 @@ pub(crate) unsafe fn create<T: Driver>(
     }
     if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
+    }
+    // uverbs checks that the SRQ is of the QP's device; kernel callers of `ib_create_qp()` are
+    // not checked.
+    // SAFETY: `qp` has `device` set and a non-NULL `srq` is live (this function's `# Safety`).
+    if !init.srq.is_null() && unsafe { (*init.srq).device != (*qp).device } {
+        return Err(EINVAL);
     }
     let qp_type = QpType::from_raw(init.qp_type)?;
     // SAFETY: The core set `pd` (this function's `# Safety`) to a PD of this device, set up by
@@ -631,6 +670,9 @@ pub(crate) unsafe fn create<T: Driver>(
         send_cq: unsafe { Cq::<T>::from_raw(init.send_cq) },
         // SAFETY: As above.
         recv_cq: unsafe { Cq::<T>::from_raw(init.recv_cq) },
+        // SAFETY: A non-NULL `srq` is a live SRQ that the caller holds for the call, of this
+        // device (checked above), so made by `srq::create`.
+        srq: (!init.srq.is_null()).then(|| unsafe { Srq::<T>::from_raw(init.srq) }),
         sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
         link: QpLink::new()?,
     };
@@ -709,6 +751,7 @@ pub(crate) unsafe fn query<T: Driver>(
         init.qp_type = (*qp).qp_type;
         init.send_cq = (*qp).send_cq;
         init.recv_cq = (*qp).recv_cq;
+        init.srq = (*qp).srq;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 use crate::{
     bindings,
     prelude::*,
-    transmute::AsBytes,
+    transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice}, //
 };
 use core::marker::PhantomData;
@@ -99,6 +99,19 @@ impl<'a> Udata<'a> {
         UserSlice::new(UserPtr::from_ptr(out), len)
             .writer()
             .write(value)
+    }
+
+    /// Reads the command's driver input; `EINVAL` if user space passed less than it needs.
+    pub fn read<T: FromBytes>(&self) -> Result<T> {
+        let len = core::mem::size_of::<T>();
+        if self.inlen() < len {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the type invariant `raw` is valid.
+        let inp = unsafe { (*self.raw).inbuf };
+        UserSlice::new(UserPtr::from_ptr(inp.cast_mut()), len)
+            .reader()
+            .read()
     }
 
     /// The user context (NULL if the command has none).

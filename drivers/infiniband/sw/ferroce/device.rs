@@ -39,6 +39,8 @@ pub(crate) struct FerroceDevice {
     pub(crate) qps: Arc<QpTable>,
     /// Address handles by number.
     pub(crate) ahs: Arc<AhTable>,
+    /// How many SRQs it has (see `srq.rs`).
+    pub(crate) srqs: Arc<AtomicU32>,
     /// The netdev the device is on, for the data path: the core's copy is behind a lock that
     /// softirqs must not take.
     pub(crate) netdev: ARef<NetDevice>,
@@ -85,6 +87,7 @@ impl FerroceDevice {
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
             qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
+            srqs: Arc::new(AtomicU32::new(0), GFP_KERNEL)?,
             netdev: netdev.into(),
             cc: Cc::new(debugfs, name)?,
             ports: PortsUse::get(netdev)?,

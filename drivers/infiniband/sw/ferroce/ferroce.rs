@@ -34,6 +34,7 @@ mod qp;
 mod queue;
 mod rc;
 mod sge;
+mod srq;
 mod ud;
 mod verbs;
 

@@ -30,7 +30,8 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
         | device_cap::SYS_IMAGE_GUID
         | device_cap::ATOMIC_WRITE
         | device_cap::MEM_WINDOW
-        | device_cap::MEM_WINDOW_TYPE_2B,
+        | device_cap::MEM_WINDOW_TYPE_2B
+        | device_cap::SRQ_RESIZE,
     kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
     max_send_sge: 32,
     max_recv_sge: 32,
@@ -47,15 +48,17 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_res_rd_atom: 0x3f000,
     max_qp_init_rd_atom: 128,
     // Memory windows as C rxe's; their key indices follow the regions' (see `mw.rs`).
-    // No multicast, SRQ or fast registration: not implemented.
+    // No multicast or fast registration: not implemented.
     max_mw: (1 << 19) - 1,
     max_mcast_grp: 0,
     max_mcast_qp_attach: 0,
     max_total_mcast_qp_attach: 0,
     max_ah: (1 << 15) - 1,
-    max_srq: 0,
-    max_srq_wr: 0,
-    max_srq_sge: 0,
+    // As many SRQs as C rxe; their rings are bounded as send and receive queues are (a ring is
+    // kernel memory that the process sizes: C rxe's 2^20 slots of 27 SGEs are 512 MB each).
+    max_srq: (1 << 20) - 0x2_0001,
+    max_srq_wr: 1 << 14,
+    max_srq_sge: 27,
     max_fast_reg_page_list_len: 0,
     max_pkeys: 1,
     local_ca_ack_delay: 15,

@@ -18,6 +18,7 @@ use crate::{
     ah::Av,
     cc::QpCc,
     counters::Counters,
+    cq::FerroceCq,
     device::{Ferroce, FerroceDevice},
     limits,
     mr::MrRef,
@@ -25,8 +26,8 @@ use crate::{
     proto::{
         build::Path,
         wqe::{
-            self, Completion, SendWqe, WcOpcode, WrOpcode, RECV_WQE_HEADER, SEND_WQE_HEADER,
-            SGE_SIZE,
+            self, Completion, RecvWqe, SendWqe, WcOpcode, WrOpcode, RECV_WQE_HEADER,
+            SEND_WQE_HEADER, SGE_SIZE,
         },
     },
     queue::{mminfo, MMINFO_SIZE},
@@ -216,9 +217,19 @@ impl QpShared {
 
     /// A WR failed: the QP goes to the error state, which flushes the others.
     pub(crate) fn fail(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) {
+        let was = inner.attr.state;
         inner.attr.state = QpState::Err;
         // A full CQ loses completions (its consumer fell behind); the QP is in error regardless.
         let _ = self.flush(qp, inner);
+        self.entered_error(qp, was);
+    }
+
+    /// A QP on an SRQ that has just entered the error state takes no more of its WQEs: its
+    /// consumer hears so (and may then destroy it, `ib_drain_rq()` waits for this).
+    fn entered_error(&self, qp: &Qp<Ferroce>, was: QpState) {
+        if was != QpState::Err && qp.srq().is_some() {
+            qp.raise_last_wqe_reached();
+        }
     }
 
     /// Completes every posted WQE with a flush error: receives first, then sends.
@@ -228,24 +239,42 @@ impl QpShared {
         if self.kernel {
             self.kq.flush(qp);
         }
-        inner.resp = rc::resp::Responder::default();
-        let res = self.flush_rings(qp, inner);
+        let resp = core::mem::take(&mut inner.resp);
+        let res = self.flush_rings(qp, inner, resp.into_held());
         let cons = inner.sq_cons;
         inner.req.reset(cons);
         res
     }
 
-    fn flush_rings(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
+    /// Completes `held`, a receive WQE the responder took from the QP's SRQ, with a flush
+    /// error: it is the QP's, and flushed as the RQ's would be.
+    fn flush_held(&self, qp: &Qp<Ferroce>, held: Option<KVec<u8>>) -> Result {
+        match held {
+            Some(slot) if qp.srq().is_some() => {
+                let c = Completion::flushed(RecvWqe::new(&slot).wr_id(), WcOpcode::Recv, qp.qpn());
+                FerroceCq::post(qp, qp.recv_cq(), &c, true)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `held` is the receive WQE the responder took from the QP's SRQ, if any (see
+    /// [`Self::flush_held`]).
+    fn flush_rings(&self, qp: &Qp<Ferroce>, inner: &mut QpInner, held: Option<KVec<u8>>) -> Result {
         let qpn = qp.qpn();
-        self.rq.flush(&mut inner.rq_cons, qp, false, |mem, at| {
-            let mut b = [0u8; wqe::RECV_WQE_PREFIX];
-            mem.read(at, &mut b)?;
-            Ok(Completion::flushed(
-                wqe::recv_wr_id(&b),
-                WcOpcode::Recv,
-                qpn,
-            ))
-        })?;
+        if qp.srq().is_some() {
+            self.flush_held(qp, held)?;
+        } else {
+            self.rq.flush(&mut inner.rq_cons, qp, false, |mem, at| {
+                let mut b = [0u8; wqe::RECV_WQE_PREFIX];
+                mem.read(at, &mut b)?;
+                Ok(Completion::flushed(
+                    wqe::recv_wr_id(&b),
+                    WcOpcode::Recv,
+                    qpn,
+                ))
+            })?;
+        }
         self.sq.flush(&mut inner.sq_cons, qp, true, |mem, at| {
             let mut b = [0u8; wqe::SEND_WQE_PREFIX];
             mem.read(at, &mut b)?;
@@ -271,6 +300,11 @@ impl FerroceQp {
         udata: Option<&mut Udata<'_>>,
     ) -> Result<(QpCreated, impl PinInit<Self, Error>)> {
         let kernel = udata.is_none();
+        // SRQs are user space's (see `srq.rs`).
+        let on_srq = init.srq.is_some();
+        if on_srq && kernel {
+            return Err(EOPNOTSUPP);
+        }
         match (init.qp_type, kernel) {
             (QpType::Rc | QpType::Uc | QpType::Ud, false) => {}
             // Kernel consumers get datagram QPs: QP1 for the MAD layer, and UD.
@@ -285,16 +319,20 @@ impl FerroceQp {
         let lim = &limits::DEVICE_LIMITS;
         let c = &init.caps;
         if c.max_send_wr > lim.max_qp_wr
-            || c.max_recv_wr > lim.max_qp_wr
+            || (!on_srq && (c.max_recv_wr > lim.max_qp_wr || c.max_recv_sge > lim.max_recv_sge))
             || c.max_send_sge > lim.max_send_sge
-            || c.max_recv_sge > lim.max_recv_sge
             || c.max_inline_data > MAX_INLINE_DATA
         {
             return Err(EINVAL);
         }
         // A send WQE carries SGEs or inline data in the same space.
         let send_room = (c.max_send_sge as usize * SGE_SIZE).max(c.max_inline_data as usize);
-        let recv_room = c.max_recv_sge as usize * SGE_SIZE;
+        // On an SRQ the receive caps are ignored (as `ibv_create_qp` says).
+        let recv_room = if on_srq {
+            0
+        } else {
+            c.max_recv_sge as usize * SGE_SIZE
+        };
         // A kernel QP's rings stay empty (its WRs come through `kq`): one slot each.
         let (sq_wr, rq_wr) = if kernel {
             (1, 1)
@@ -302,13 +340,23 @@ impl FerroceQp {
             (c.max_send_wr, c.max_recv_wr)
         };
         let (sq, sq_info) = WorkRing::new(sq_wr, SEND_WQE_HEADER + send_room, udata.as_deref())?;
-        let (rq, rq_info) = WorkRing::new(rq_wr, RECV_WQE_HEADER + recv_room, udata.as_deref())?;
+        // On an SRQ, the RQ is one slot that user space cannot map (rdma-core's rxe provider
+        // maps none; its `struct mminfo` stays zero).
+        let (rq, rq_info) = if on_srq {
+            WorkRing::new(1, RECV_WQE_HEADER, None)?
+        } else {
+            WorkRing::new(rq_wr, RECV_WQE_HEADER + recv_room, udata.as_deref())?
+        };
         let caps = QpCaps {
             max_send_wr: if kernel { c.max_send_wr } else { sq.capacity() },
-            max_recv_wr: if kernel { c.max_recv_wr } else { rq.capacity() },
+            max_recv_wr: match (on_srq, kernel) {
+                (true, _) => 0,
+                (false, true) => c.max_recv_wr,
+                (false, false) => rq.capacity(),
+            },
             // CAST: Bounded by the checks above (at most 512 bytes).
             max_send_sge: (send_room / SGE_SIZE) as u32,
-            max_recv_sge: c.max_recv_sge,
+            max_recv_sge: if on_srq { 0 } else { c.max_recv_sge },
             max_inline_data: send_room as u32,
         };
         if let Some(udata) = udata {
@@ -385,13 +433,16 @@ impl FerroceQp {
             return Err(EOPNOTSUPP);
         }
         check_attr(new, mask)?;
+        let was = inner.attr.state;
         inner.attr.update(new, mask);
         inner.attr.state = next;
         if next == QpState::Reset {
-            // A reset QP starts over: nothing of its old messages may carry on.
+            // A reset QP starts over: nothing of its old messages may carry on. A WQE it took
+            // from its SRQ is no longer on the SRQ: it completes flushed rather than vanish.
             let cons = inner.sq_cons;
             inner.req.reset(cons);
-            inner.resp = rc::resp::Responder::default();
+            let resp = core::mem::take(&mut inner.resp);
+            let _ = this.flush_held(qp, resp.into_held());
             inner.timer = None;
             inner.cc = QpCc::new();
         }
@@ -407,6 +458,7 @@ impl FerroceQp {
             // A full CQ loses completions (its consumer fell behind); that does not undo the
             // transition.
             let _ = this.flush(qp, &mut inner);
+            this.entered_error(qp, was);
         }
         // A new rate limit applies now, not when the pacer's wake-up for the old one comes.
         let repace = mask.has(AttrMask::RATE_LIMIT) && next.can_send();
@@ -465,7 +517,8 @@ impl FerroceQp {
     /// A kernel consumer posts a receive.
     pub(crate) fn post_recv(qp: &Qp<Ferroce>, buf: RecvBuf) -> Result {
         let this = &qp.data().shared;
-        if !this.kernel {
+        // On an SRQ, receives are posted there.
+        if !this.kernel || qp.srq().is_some() {
             return Err(EINVAL);
         }
         this.kq.post_recv(buf)

@@ -12,6 +12,7 @@ use crate::{
     mr::FerroceMr,
     mw::FerroceMw,
     qp::FerroceQp,
+    srq::FerroceSrq,
 };
 use kernel::{
     prelude::*,
@@ -27,6 +28,7 @@ use kernel::{
         ops::Driver,
         pd::Pd,
         qp::{AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
+        srq::{Srq, SrqAttr, SrqAttrMask},
         stats::StatDesc,
         udata::Udata,
         wr::{RecvBuf, SendWr, WcSink},
@@ -46,6 +48,7 @@ impl Driver for Ferroce {
     type Qp = FerroceQp;
     type Ah = FerroceAh;
     type Mw = FerroceMw;
+    type Srq = FerroceSrq;
 
     const DRIVER_ID: u32 = driver_id::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -133,6 +136,27 @@ impl Driver for Ferroce {
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
         FerroceMr::register(pd, req)
+    }
+
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &SrqAttr,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result<(SrqAttr, impl PinInit<Self::Srq, Error>)> {
+        FerroceSrq::create(pd, attr, udata)
+    }
+
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        udata: Option<&mut Udata<'_>>,
+    ) -> Result {
+        FerroceSrq::modify(srq, attr, mask, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
+        FerroceSrq::query(srq)
     }
 
     fn create_qp(

@@ -17,13 +17,13 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
-require rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
+require rdma ip ss tc rping ibv_ud_pingpong ibv_rc_pingpong ibv_uc_pingpong ibv_srq_pingpong ib_write_bw ib_read_bw ib_send_bw ib_write_lat \
 	ib_send_lat ib_atomic_bw ib_atomic_lat timeout tshark tcpdump "$XFER"
 MTUS="1500 9000"
 RC_SIZES="1 65536"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
 # Per MTU: UD and RC pingpong, rping, perftest, UC, and six byte-exact transfers.
-ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 7 + 3 + 3 + 1 + 8 + 1))
+ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 1 + 7 + 3 + 3 + 1 + 8 + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -217,6 +217,9 @@ ipv6() {
 }
 
 set_mtu 1500
+# rdma-core's SRQ pingpong: 16 RC QPs per side, every receive from one SRQ.
+ktap_test_result "SRQ: ibv_srq_pingpong, 16 QPs on one SRQ, 4 KiB x 100 each (-c)" \
+	pair ibv_srq_pingpong -m 1024 -s 4096 -n 100 -q 16 -r 64 -c
 ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, -c)" \
 	ipv6 pair ibv_ud_pingpong -s 1024 -n 200 -c
 ktap_test_result "IPv6: ibv_rc_pingpong 64 KiB x 20 (-c)" \

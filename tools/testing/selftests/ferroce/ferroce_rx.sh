@@ -16,7 +16,7 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 require rdma ip ss python3 /usr/bin/python3
-ktap_set_plan 15
+ktap_set_plan 16
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -147,6 +147,20 @@ live_rc_qps() {
 	[ "$rc" -eq 0 ]
 }
 ktap_test_result "live RC and UC QPs: crafted requests, scribbled rings, real peers" live_rc_qps
+
+# Shared receive queues (ferroce_srq.py): RC, UC and UD QPs of fer0 on one SRQ, senders on fer1
+# in B and crafted packets from B.
+SRQ="$(cd "$(dirname "$0")" && pwd)/ferroce_srq.py"
+shared_receive_queues() {
+	local rc
+	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
+	indented /usr/bin/python3 "$SRQ" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
+	rc=$?
+	rdma link del fer1 || return 1
+	[ "$rc" -eq 0 ]
+}
+ktap_test_result "shared receive queues: verbs, events, resize, RC/UC/UD traffic" \
+	shared_receive_queues
 
 flood_of_everything() {
 	local before after

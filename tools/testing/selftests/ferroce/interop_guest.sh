@@ -37,6 +37,8 @@ TESTS=(
 	"ibv_ud_pingpong -s 1024 -n 200 -c"
 	"ibv_uc_pingpong -m 1024 -s 4096 -n 100 -c"
 	"ibv_uc_pingpong -m 1024 -s 4096 -n 100 -c"
+	"ibv_srq_pingpong -m 1024 -s 4096 -n 50 -q 8 -r 32 -c"
+	"ibv_srq_pingpong -m 1024 -s 4096 -n 50 -q 8 -r 32 -c"
 	"rping -C 200 -V"
 	"rping -C 200 -V"
 	"v6 ib_write_bw -s 65536 -n 200 -F"

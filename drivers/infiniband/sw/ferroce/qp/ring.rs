@@ -18,7 +18,7 @@ use kernel::{
 pub(crate) struct WorkRing(Ring);
 
 impl WorkRing {
-    pub(super) fn new(
+    pub(crate) fn new(
         entries: u32,
         elem: usize,
         udata: Option<&Udata<'_>>,
@@ -34,7 +34,7 @@ impl WorkRing {
     }
 
     /// Most WQEs a ring holds.
-    pub(super) fn capacity(&self) -> u32 {
+    pub(crate) fn capacity(&self) -> u32 {
         self.0.geo.capacity()
     }
 
@@ -88,6 +88,25 @@ impl WorkRing {
     pub(crate) fn advance(&self, cons: &mut u32) -> Result {
         *cons = self.0.geo.next(*cons);
         self.0.consumer()?.store(*cons, Ordering::Release);
+        Ok(())
+    }
+
+    /// Moves the WQEs posted in `old` after `cons` to the start of this new ring, which user
+    /// space has not seen yet; `EINVAL` if they do not fit.
+    pub(crate) fn take_posted(&self, old: &WorkRing, cons: u32) -> Result {
+        let n = old.posted(cons)?;
+        if n > self.capacity() || old.slot_len() != self.slot_len() {
+            return Err(EINVAL);
+        }
+        let mut slot = KVec::new();
+        slot.resize(self.slot_len(), 0u8, GFP_ATOMIC)?;
+        let mut from = cons;
+        for i in 0..n {
+            old.0.mem.read(old.0.geo.slot_offset(from), &mut slot)?;
+            self.0.mem.write(self.0.geo.slot_offset(i), &slot)?;
+            from = old.next(from);
+        }
+        self.0.producer()?.store(n, Ordering::Release);
         Ok(())
     }
 

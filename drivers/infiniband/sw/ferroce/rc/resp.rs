@@ -34,6 +34,7 @@ use crate::{
         read::{self, Resources},
     },
     sge,
+    srq::FerroceSrq,
 };
 use kernel::{
     prelude::*,
@@ -72,9 +73,8 @@ fn refusal_counter(r: Refusal) -> Counter {
         Refusal::TooLong => Counter::RespLocalLengthError,
     }
 }
-/// A SEND under way: its receive WQE and how much has landed.
+/// A SEND under way: how much has landed in the receive WQE at [`Responder::head`].
 struct Receiving {
-    slot: KVec<u8>,
     offset: usize,
     failed: Option<WcStatus>,
 }
@@ -95,9 +95,19 @@ pub(crate) struct Responder {
     /// Gaps: NAKed once (RC), or the message under way lost (UC).
     seq: Sequencer,
     recv: Option<Receiving>,
+    /// A copy of the receive WQE the next (or current) message lands in, once taken: the RQ's
+    /// oldest, or one taken from the SRQ, which is then this QP's until it completes.
+    head: Option<KVec<u8>>,
     write: Option<Writing>,
     /// RDMA READs being answered, and the last READs and atomics answered (for duplicates).
     pub(crate) resources: Resources,
+}
+
+impl Responder {
+    /// The receive WQE this QP took from its SRQ and did not complete, if any.
+    pub(crate) fn into_held(self) -> Option<KVec<u8>> {
+        self.head
+    }
 }
 
 /// Takes a request for this QP.
@@ -319,10 +329,27 @@ pub(crate) fn ack(xmit: &Xmit<'_>, inner: &QpInner, psn: Psn, syndrome: Syndrome
     let _ = xmit.send(&bth, &ext, &[]);
 }
 
-/// Takes the next receive WQE, if one is posted.
-fn take_recv_wqe(cx: &QpCtx<'_>) -> Result<Option<KVec<u8>>, Refusal> {
-    let cons = cx.inner.rq_cons;
-    cx.shared.rq.copy_at(cons, cons).map_err(|_| Refusal::NoMem)
+/// Makes sure [`Responder::head`] holds the receive WQE the next message lands in: the RQ's
+/// oldest, or the SRQ's (taken from it now). `NotReady` if none is posted.
+fn take_recv_wqe(cx: &mut QpCtx<'_>) -> Result<(), Refusal> {
+    if cx.inner.resp.head.is_some() {
+        return Ok(());
+    }
+    let slot = match cx.qp.srq() {
+        Some(srq) => FerroceSrq::take(srq),
+        None => {
+            let cons = cx.inner.rq_cons;
+            cx.shared.rq.copy_at(cons, cons)
+        }
+    };
+    let slot = slot.map_err(|_| Refusal::NoMem)?.ok_or(Refusal::NotReady)?;
+    cx.inner.resp.head = Some(slot);
+    Ok(())
+}
+
+/// The PD whose keys a receive WQE's SGEs are: the SRQ's for a WQE posted there.
+pub(crate) fn recv_pd(qp: &Qp<Ferroce>, shared: &QpShared) -> usize {
+    qp.srq().map_or(shared.pd, |srq| srq.data().pd)
 }
 
 /// `LocLenErr` for a receive WQE that names more SGEs than its slot holds.
@@ -332,10 +359,10 @@ fn malformed(slot: &[u8]) -> Option<WcStatus> {
         .then_some(WcStatus::LocLenErr)
 }
 
-/// Writes `data` at `offset` into a receive WQE's buffers.
+/// Writes `data` at `offset` into a receive WQE's buffers, whose keys are `pd`'s.
 fn land(
     qp: &Qp<Ferroce>,
-    shared: &QpShared,
+    pd: usize,
     slot: &[u8],
     offset: usize,
     data: &crate::net::recv::Payload<'_>,
@@ -346,15 +373,20 @@ fn land(
     let w = RecvWqe::new(slot);
     let num = w.num_sge() as usize;
     let mrs = &qp.device().data().mrs;
-    sge::scatter(mrs, shared.pd, (0..num).map(|i| w.sge(i)), offset, data)
+    sge::scatter(mrs, pd, (0..num).map(|i| w.sge(i)), offset, data)
 }
 
-/// Completes the receive WQE at the RQ's head.
-fn complete_recv(cx: &mut QpCtx<'_>, slot: &[u8], c: Completion, solicited: bool) {
-    // Only the shared copy of the index can fail to be written; the kernel's moved on.
-    let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
+/// Completes the receive WQE at [`Responder::head`] (taken by [`take_recv_wqe`]).
+fn complete_recv(cx: &mut QpCtx<'_>, c: Completion, solicited: bool) {
+    let Some(slot) = cx.inner.resp.head.take() else {
+        return;
+    };
+    if cx.qp.srq().is_none() {
+        // Only the shared copy of the index can fail to be written; the kernel's moved on.
+        let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
+    }
     let c = Completion {
-        wr_id: RecvWqe::new(slot).wr_id(),
+        wr_id: RecvWqe::new(&slot).wr_id(),
         ..c
     };
     if c.status == WcStatus::Success {
@@ -391,19 +423,20 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let first = pkt.info.position.starts();
     let last = pkt.info.position.ends();
     if first {
-        let slot = take_recv_wqe(cx)?.ok_or(Refusal::NotReady)?;
+        take_recv_wqe(cx)?;
         cx.inner.resp.recv = Some(Receiving {
-            failed: malformed(&slot),
-            slot,
+            failed: cx.inner.resp.head.as_deref().and_then(malformed),
             offset: 0,
         });
     }
-    let Some(r) = cx.inner.resp.recv.as_mut() else {
+    let pd = recv_pd(cx.qp, cx.shared);
+    let resp = &mut cx.inner.resp;
+    let (Some(r), Some(slot)) = (resp.recv.as_mut(), resp.head.as_deref()) else {
         // A middle or last without a first.
         return Err(Refusal::Invalid);
     };
     if r.failed.is_none() {
-        match land(cx.qp, cx.shared, &r.slot, r.offset, &pkt.payload) {
+        match land(cx.qp, pd, slot, r.offset, &pkt.payload) {
             Ok(()) => {}
             // The WQE is well formed, so its SGEs are too short (class D on UC).
             Err(WcStatus::LocLenErr) if cx.shared.is_uc() => return Err(Refusal::TooLong),
@@ -434,7 +467,7 @@ fn send(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
         }
     }
     let status = c.status;
-    complete_recv(cx, &r.slot, c, pkt.bth.solicited);
+    complete_recv(cx, c, pkt.bth.solicited);
     match status {
         WcStatus::Success => Ok(()),
         // The receive buffer was too small or bad: the requester hears of it.
@@ -448,11 +481,9 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
     let last = pkt.info.position.ends();
     // WRITE with immediate consumes a receive WQE for its completion. Without one it is RNR
     // NAKed before anything changes, so its retry finds the message as it was.
-    let recv_slot = if last && pkt.ext.imm.is_some() {
-        Some(take_recv_wqe(cx)?.ok_or(Refusal::NotReady)?)
-    } else {
-        None
-    };
+    if last && pkt.ext.imm.is_some() {
+        take_recv_wqe(cx)?;
+    }
     if first {
         let reth = pkt.ext.reth.ok_or(Refusal::Invalid)?;
         granted(cx, Access::RemoteWrite)?;
@@ -503,7 +534,7 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
         return Ok(());
     }
     cx.inner.resp.write = None;
-    if let (Some(imm), Some(slot)) = (pkt.ext.imm, recv_slot) {
+    if let Some(imm) = pkt.ext.imm {
         let c = recv_completion(
             cx.qp,
             WcStatus::Success,
@@ -511,7 +542,7 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
             len as usize,
             Some(imm),
         );
-        complete_recv(cx, &slot, c, pkt.bth.solicited);
+        complete_recv(cx, c, pkt.bth.solicited);
     }
     Ok(())
 }

@@ -14,8 +14,10 @@ use crate::{
             Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
         },
     },
-    qp::{QpCtx, QpShared},
+    qp::QpCtx,
+    rc::resp::recv_pd,
     sge,
+    srq::FerroceSrq,
 };
 use kernel::{
     prelude::*,
@@ -57,19 +59,21 @@ pub(crate) fn receive(
         (buf.wr_id, landed.err().unwrap_or(WcStatus::Success))
     } else {
         let cons = cx.inner.rq_cons;
-        let slot = cx
-            .shared
-            .rq
-            .copy_at(cons, cons)
-            .map_err(|_| QpDrop::NoMem)?
-            .ok_or(QpDrop::NoRecvWqe)?;
-        let wqe = RecvWqe::new(&slot);
-        let status = land(cx.qp, cx.shared, &wqe, pkt, ip)
+        let srq = cx.qp.srq();
+        let slot = match srq {
+            Some(srq) => FerroceSrq::take(srq),
+            None => cx.shared.rq.copy_at(cons, cons),
+        };
+        let slot = slot.map_err(|_| QpDrop::NoMem)?.ok_or(QpDrop::NoRecvWqe)?;
+        let pd = recv_pd(cx.qp, cx.shared);
+        let status = land(cx.qp, pd, &slot, pkt, ip)
             .err()
             .unwrap_or(WcStatus::Success);
-        // Only the shared copy of the index can fail to be written; the kernel's moved on.
-        let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
-        (wqe.wr_id(), status)
+        if srq.is_none() {
+            // Only the shared copy of the index can fail to be written; the kernel's moved on.
+            let _ = cx.shared.rq.advance(&mut cx.inner.rq_cons);
+        }
+        (RecvWqe::new(&slot).wr_id(), status)
     };
     let mut wc_flags = WC_GRH;
     if pkt.ext.imm.is_some() {
@@ -102,23 +106,24 @@ pub(crate) fn receive(
     Ok(())
 }
 
-/// Writes the GRH and the payload into the WQE's buffers.
+/// Writes the GRH and the payload into the buffers of the WQE in `slot`, whose keys are `pd`'s.
 fn land(
     qp: &Qp<Ferroce>,
-    shared: &QpShared,
-    wqe: &RecvWqe<'_>,
+    pd: usize,
+    slot: &[u8],
     pkt: &Packet<'_>,
     ip: &[u8],
 ) -> Result<(), WcStatus> {
+    let wqe = RecvWqe::new(slot);
     let num = wqe.num_sge() as usize;
-    if num.saturating_mul(SGE_SIZE) > shared.rq.slot_len() - RECV_WQE_HEADER {
+    if num.saturating_mul(SGE_SIZE) > slot.len().saturating_sub(RECV_WQE_HEADER) {
         return Err(WcStatus::LocLenErr);
     }
     let grh = grh(ip)?;
     let mrs = &qp.device().data().mrs;
     let sges = || (0..num).map(|i| wqe.sge(i));
-    sge::scatter_bytes(mrs, shared.pd, sges(), 0, &grh)?;
-    sge::scatter(mrs, shared.pd, sges(), GRH_LEN, &pkt.payload)
+    sge::scatter_bytes(mrs, pd, sges(), 0, &grh)?;
+    sge::scatter(mrs, pd, sges(), GRH_LEN, &pkt.payload)
 }
 
 /// The 40 bytes in front of a UD receive. RoCE v2 over IPv4 puts the IPv4 header in their last
