@@ -35,6 +35,10 @@ crate::impl_flags!(
         RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
         /// Memory windows may be bound to the region.
         MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
+        /// FLUSH for global visibility from the peer.
+        FlushGlobal = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        /// FLUSH for persistence from the peer.
+        FlushPersistent = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
     }
 );
 
@@ -346,6 +350,8 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// Does RC ATOMIC WRITE (IBA 1.5).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+    /// Answers FLUSH for global visibility.
+    pub const FLUSH_GLOBAL: u64 = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
     /// Resizes shared receive queues.
     pub const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
 }
@@ -409,7 +415,10 @@ mod tests {
             assert!(AccessFlags::from_raw(0x1f).contains(*f));
             assert!(!AccessFlags::from_raw(0x1f & !(*f as u32)).contains(*f));
         }
-        assert_eq!(AccessFlags::all_bits(), 0x1f);
+        // The FLUSH rights are bits 8 and 9.
+        assert_eq!(Access::FlushGlobal as u32, 1 << 8);
+        assert_eq!(Access::FlushPersistent as u32, 1 << 9);
+        assert_eq!(AccessFlags::all_bits(), 0x31f);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::proto::{
     icrc,
     opcode::Position,
     opcode::{ExtHdr, OpInfo, Opcode},
-    packet::{self, Aeth, AtomicAckEth, AtomicEth, Deth, DropReason, ExtHeaders, Ieth, Reth},
+    packet::{self, Aeth, AtomicAckEth, AtomicEth, Deth, DropReason, ExtHeaders, Feth, Ieth, Reth},
     psn::Psn,
     read::ReadResource,
     responder::{request_fits, Refusal, Sequence, Sequencer, UcStep, UnderWay},
@@ -92,6 +92,10 @@ fn sample_ext() -> ExtHeaders {
         }),
         atomic_ack: Some(AtomicAckEth { orig: 41 }),
         ieth: Some(Ieth { rkey: 0x0000_5678 }),
+        feth: Some(Feth {
+            placement: 1,
+            selectivity: 0,
+        }),
     }
 }
 
@@ -164,6 +168,7 @@ pub fn fuzz_parse(data: &[u8]) -> Result<usize, &'static str> {
     assert_eq!(ext.atomic.is_some(), info.has(ExtHdr::AtomicEth));
     assert_eq!(ext.atomic_ack.is_some(), info.has(ExtHdr::AtomicAckEth));
     assert_eq!(ext.ieth.is_some(), info.has(ExtHdr::Ieth));
+    assert_eq!(ext.feth.is_some(), info.has(ExtHdr::Feth));
 
     // Writing the parsed headers back gives a packet that parses the same; only reserved bits
     // may differ from the input.

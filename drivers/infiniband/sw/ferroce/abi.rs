@@ -36,6 +36,11 @@ const _: () = {
     assert!(off::MW_MW_RKEY == offset_of!(rxe_send_wqe, wr.wr.mw.mw_rkey));
     assert!(off::MW_RKEY == offset_of!(rxe_send_wqe, wr.wr.mw.rkey));
     assert!(off::MW_ACCESS == offset_of!(rxe_send_wqe, wr.wr.mw.access));
+    assert!(off::FLUSH_REMOTE_ADDR == offset_of!(rxe_send_wqe, wr.wr.flush.remote_addr));
+    assert!(off::FLUSH_LENGTH == offset_of!(rxe_send_wqe, wr.wr.flush.length));
+    assert!(off::FLUSH_RKEY == offset_of!(rxe_send_wqe, wr.wr.flush.rkey));
+    assert!(off::FLUSH_TYPE == offset_of!(rxe_send_wqe, wr.wr.flush.type_));
+    assert!(off::FLUSH_LEVEL == offset_of!(rxe_send_wqe, wr.wr.flush.level));
     assert!(off::IMM == offset_of!(rxe_send_wqe, wr.ex.invalidate_rkey));
     // An ATOMIC WRITE's 8 bytes sit where inline data and SGEs start.
     assert!(wqe::SEND_WQE_HEADER == offset_of!(rxe_send_wqe, dma.__bindgen_anon_1));
@@ -109,6 +114,22 @@ const _: () = {
     assert!(access::REMOTE_READ == Access::RemoteRead as u32);
     assert!(access::REMOTE_ATOMIC == Access::RemoteAtomic as u32);
     assert!(access::MW_BIND == Access::MwBind as u32);
+    assert!(
+        access::FLUSH_GLOBAL as u64
+            == uapi::ib_uverbs_access_flags_IB_UVERBS_ACCESS_FLUSH_GLOBAL as u64
+    );
+    assert!(
+        access::FLUSH_PERSISTENT as u64
+            == uapi::ib_uverbs_access_flags_IB_UVERBS_ACCESS_FLUSH_PERSISTENT as u64
+    );
+    assert!(access::FLUSH_GLOBAL == Access::FlushGlobal as u32);
+    assert!(access::FLUSH_PERSISTENT == Access::FlushPersistent as u32);
+    assert!(wqe::placement::GLOBAL as u64 == uapi::ib_placement_type_IB_FLUSH_GLOBAL as u64);
+    assert!(
+        wqe::placement::PERSISTENT as u64 == uapi::ib_placement_type_IB_FLUSH_PERSISTENT as u64
+    );
+    assert!(wqe::selectivity::RANGE as u64 == uapi::ib_selectivity_level_IB_FLUSH_RANGE as u64);
+    assert!(wqe::selectivity::REGION as u64 == uapi::ib_selectivity_level_IB_FLUSH_MR as u64);
     // One per `enum ib_uverbs_wr_opcode` value, in order: ALL[i] is value i.
     let wr_opcodes = [
         uapi::ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE as u64,

@@ -31,7 +31,8 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
         | device_cap::ATOMIC_WRITE
         | device_cap::MEM_WINDOW
         | device_cap::MEM_WINDOW_TYPE_2B
-        | device_cap::SRQ_RESIZE,
+        | device_cap::SRQ_RESIZE
+        | device_cap::FLUSH_GLOBAL,
     kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
     max_send_sge: 32,
     max_recv_sge: 32,

@@ -129,6 +129,13 @@ impl MwState {
     }
 }
 
+impl MwState {
+    /// The range the window is bound to, if it is.
+    fn span(&self) -> Option<(u64, u64)> {
+        self.bound.lock().to.map(|b| (b.addr, b.len))
+    }
+}
+
 impl MrTable {
     /// The region and offset a peer's `rkey` (a region's or a window's), `va` and `len` name,
     /// if they may be used by the QP `qp` ([`crate::qp::QpShared::id`]) of `pd` with `rights`,
@@ -164,6 +171,19 @@ impl MrTable {
         let start = usize::try_from(start).ok()?;
         let end = start.checked_add(len as usize)?;
         (end <= mr.mem.len()).then_some((mr, start))
+    }
+
+    /// The region a peer's `rkey` names as a whole (a FLUSH of a whole region), if the QP `qp`
+    /// of `pd` may use it with `rights`: as [`Self::remote`], over all the region has, or all
+    /// a window's key is bound to.
+    pub(crate) fn remote_whole(&self, pd: usize, qp: u64, rkey: u32, rights: u32) -> Option<MrRef> {
+        if MwTable::is_window_key(rkey) {
+            let (va, len) = self.windows.get(rkey)?.span()?;
+            let len = u32::try_from(len).ok()?;
+            return self.remote(pd, qp, rkey, va, len, rights).map(|(mr, _)| mr);
+        }
+        let mr = self.get(rkey)?;
+        (mr.pd == pd && mr.access & rights == rights).then_some(mr)
     }
 
     /// The window of `key`'s index, if it is of `pd` (its whole key is checked under its lock).

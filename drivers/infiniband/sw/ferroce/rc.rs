@@ -9,6 +9,7 @@
 
 pub(crate) mod atomic;
 pub(crate) mod comp;
+pub(crate) mod flush;
 pub(crate) mod read;
 pub(crate) mod req;
 pub(crate) mod resp;

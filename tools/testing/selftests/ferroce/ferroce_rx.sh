@@ -16,7 +16,7 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 require rdma ip ss python3 /usr/bin/python3
-ktap_set_plan 16
+ktap_set_plan 17
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -161,6 +161,18 @@ shared_receive_queues() {
 }
 ktap_test_result "shared receive queues: verbs, events, resize, RC/UC/UD traffic" \
 	shared_receive_queues
+
+# RDMA FLUSH (ferroce_rdma_flush.py): fer0 flushes fer1's region; crafted FLUSHes from B.
+FLUSH="$(cd "$(dirname "$0")" && pwd)/ferroce_rdma_flush.py"
+rdma_flush() {
+	local rc
+	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
+	indented /usr/bin/python3 "$FLUSH" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
+	rc=$?
+	rdma link del fer1 || return 1
+	[ "$rc" -eq 0 ]
+}
+ktap_test_result "RDMA FLUSH: requested, answered, duplicated, refused" rdma_flush
 
 flood_of_everything() {
 	local before after

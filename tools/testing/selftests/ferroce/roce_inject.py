@@ -46,6 +46,7 @@ RC_ACKNOWLEDGE = 0x11
 RC_COMPARE_SWAP = 0x13
 RC_FETCH_ADD = 0x14
 RC_SEND_ONLY_INV = 0x17
+RC_FLUSH = 0x1c
 RC_ATOMIC_WRITE = 0x1d
 UC_SEND_FIRST = 0x20
 UC_SEND_MIDDLE = 0x21
@@ -219,6 +220,11 @@ def build(case, args):
         return frame(args, transport(RC_ATOMIC_WRITE, q, p,
                                      ext=reth(args.va, args.rkey, args.length),
                                      payload=filler, ackreq=True))
+    if case == "rc_flush":
+        # FETH (placement type in bits 3-0, selectivity level in 5-4), then RETH; no payload.
+        feth = struct.pack("!I", (args.placement & 0xf) | ((args.level & 0x3) << 4))
+        return frame(args, transport(RC_FLUSH, q, p, ext=feth + reth(args.va, args.rkey,
+                                                                     args.length), ackreq=True))
     if case == "rc_read_response":
         return frame(args, transport(RC_RDMA_READ_RESPONSE_ONLY, q, p, ext=aeth(0x1f, 0),
                                      payload=filler))
@@ -235,7 +241,7 @@ CASES = ["good", "good_ud", "bad_icrc", "truncated", "short_icrc", "unknown_opco
 # Requests for a live RC QP; not part of "all".
 RC_CASES = ["rc_write", "rc_write_first", "rc_write_last", "rc_read", "rc_send", "rc_ack",
             "rc_read_response", "rc_fetch_add", "rc_cmp_swap", "rc_atomic_write",
-            "rc_send_inv"]
+            "rc_send_inv", "rc_flush"]
 # SEND packets for a live UC QP, by position in their message; not part of "all".
 UC_SENDS = {"uc_send_first": UC_SEND_FIRST, "uc_send_middle": UC_SEND_MIDDLE,
             "uc_send_last": UC_SEND_LAST, "uc_send_only": UC_SEND_ONLY}
@@ -432,6 +438,10 @@ def parse_args(argv):
                     "(default --length)")
     ap.add_argument("--syndrome", type=int_arg, default=0x1f,
                     help="AETH syndrome of rc_ack (default 0x1f, an ACK)")
+    ap.add_argument("--placement", type=int_arg, default=1,
+                    help="FETH placement type of rc_flush (default 1, global)")
+    ap.add_argument("--level", type=int_arg, default=0,
+                    help="FETH selectivity level of rc_flush (default 0, a range)")
     ap.add_argument("--pkey", type=int_arg, default=0xffff, help="P_Key (default 0xffff)")
     ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
     ap.add_argument("case", choices=CASES + RC_CASES + UC_CASES + ["all"])
@@ -445,7 +455,8 @@ def parse_args(argv):
     for name, lim in (("qpn", 1 << 24), ("psn", 1 << 24), ("tos", 1 << 8),
                       ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31),
                       ("rkey", 1 << 32), ("va", 1 << 64), ("length", 1 << 32),
-                      ("payload", 9000), ("syndrome", 1 << 8), ("pkey", 1 << 16)):
+                      ("payload", 9000), ("syndrome", 1 << 8), ("pkey", 1 << 16),
+                      ("placement", 1 << 4), ("level", 1 << 2)):
         if getattr(args, name) is not None and not 0 <= getattr(args, name) < lim:
             ap.error(f"--{name} out of range")
     return args

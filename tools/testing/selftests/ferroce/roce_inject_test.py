@@ -225,6 +225,14 @@ class ShapeTest(unittest.TestCase):
         self.assertEqual(struct.unpack("!QII", aw[12:28]), (0x7f0000001008, 0x1234, 8))
         self.assertEqual(aw[28:-4], b"\xa5" * 8)
 
+    def test_a_flush_carries_a_feth_then_a_reth_and_no_payload(self):
+        argv = ARGS4 + ["--rkey", "0x1234", "--va", "0x7f0000001000", "--length", "4096",
+                        "--placement", "2", "--level", "1"]
+        fl = split(build("rc_flush", argv))[2]
+        self.assertEqual((fl[0], fl[8] >> 7, len(fl)), (ri.RC_FLUSH, 1, 12 + 4 + 16 + 4))
+        self.assertEqual(struct.unpack("!I", fl[12:16]), (0x12,))
+        self.assertEqual(struct.unpack("!QII", fl[16:32]), (0x7f0000001000, 0x1234, 4096))
+
     def test_a_send_with_invalidate_names_its_key_in_an_ieth(self):
         argv = ARGS4 + ["--rkey", "0x80001234", "--length", "8"]
         si = split(build("rc_send_inv", argv))[2]

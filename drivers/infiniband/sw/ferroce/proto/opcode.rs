@@ -36,6 +36,9 @@ pub(crate) enum OpKind {
     Atomic,
     /// ATOMIC WRITE request: 8 bytes stored whole, answered as a zero-length READ (IBA 1.5).
     AtomicWrite,
+    /// FLUSH request: what was written before it to a range or a region is placed (made
+    /// visible, or persistent) before it is answered, as a zero-length READ (IBA 1.5).
+    Flush,
     /// ACK or NAK.
     Ack,
     /// Response to an atomic request, carrying the original value.
@@ -96,6 +99,8 @@ pub(crate) enum ExtHdr {
     AtomicAckEth,
     /// Invalidate extended transport header: the R_Key to invalidate.
     Ieth,
+    /// FLUSH extended transport header: placement type and selectivity level.
+    Feth,
     /// The 16 reserved bytes a CNP carries after its BTH. Not an IBTA header, but placing them
     /// here gives CNPs a fixed header length and no payload, like every other opcode.
     CnpReserved,
@@ -112,12 +117,13 @@ impl ExtHdr {
             ExtHdr::AtomicEth => 28,
             ExtHdr::AtomicAckEth => 8,
             ExtHdr::Ieth => 4,
+            ExtHdr::Feth => 4,
             ExtHdr::CnpReserved => 16,
         }
     }
 
     /// A distinct bit per header, for [`OpInfo::has`].
-    const fn bit(self) -> u8 {
+    const fn bit(self) -> u16 {
         1 << self as u8
     }
 }
@@ -138,7 +144,7 @@ pub(crate) struct OpInfo {
     /// BTH plus extension headers: where the payload starts.
     pub(crate) hdr_len: usize,
     /// One [`ExtHdr::bit`] per header in `exts`.
-    ext_mask: u8,
+    ext_mask: u16,
 }
 
 impl OpInfo {
@@ -210,6 +216,7 @@ impl OpInfo {
                 | OpKind::ReadRequest
                 | OpKind::Atomic
                 | OpKind::AtomicWrite
+                | OpKind::Flush
         )
     }
 
@@ -343,6 +350,8 @@ opcodes! {
     RcSendLastInv = 0x16: Rc, Send, Last, [Ieth];
     /// RC SEND only with invalidate.
     RcSendOnlyInv = 0x17: Rc, Send, Only, [Ieth];
+    /// RC FLUSH.
+    RcFlush = 0x1c: Rc, Flush, Only, [Feth, Reth];
     /// RC ATOMIC WRITE.
     RcAtomicWrite = 0x1d: Rc, AtomicWrite, Only, [Reth];
     /// UC SEND first.
@@ -420,7 +429,7 @@ mod tests {
             .filter(|&b| Opcode::from_u8(b).is_some())
             .count();
         assert_eq!(known, Opcode::ALL.len());
-        assert_eq!(known, 24 + 12 + 2 + 1);
+        assert_eq!(known, 25 + 12 + 2 + 1);
     }
 
     #[test]
@@ -447,7 +456,7 @@ mod tests {
                 assert!(info.has(e));
             }
             // No header appears twice, and `has` sees only listed headers.
-            let mask = info.exts.iter().fold(0u8, |m, e| m | e.bit());
+            let mask = info.exts.iter().fold(0u16, |m, e| m | e.bit());
             assert_eq!(mask.count_ones() as usize, info.exts.len(), "{op:?}");
         }
         let len = |op: u8| OpInfo::lookup(op).unwrap().hdr_len;
@@ -459,6 +468,8 @@ mod tests {
         assert_eq!(len(0x12), 24);
         assert_eq!(len(0x13), 40);
         assert_eq!(len(0x17), 16);
+        // FLUSH: FETH, then RETH.
+        assert_eq!(len(0x1c), 32);
         assert_eq!(len(0x1d), 28);
         assert_eq!(len(0x64), 20);
         assert_eq!(len(0x65), 24);

@@ -118,6 +118,15 @@ pub(crate) struct Ieth {
     pub(crate) rkey: u32,
 }
 
+/// FLUSH extended transport header (IBA 1.5, 9.3.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Feth {
+    /// Placement type: bit 0 global visibility, bit 1 persistence (4 bits).
+    pub(crate) placement: u8,
+    /// Selectivity level: 0 the RETH's range, 1 the whole region its key names (2 bits).
+    pub(crate) selectivity: u8,
+}
+
 /// The extension headers of a packet; each is `Some` exactly when the opcode carries it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ExtHeaders {
@@ -137,6 +146,8 @@ pub(crate) struct ExtHeaders {
     pub(crate) atomic_ack: Option<AtomicAckEth>,
     /// Invalidate extended transport header.
     pub(crate) ieth: Option<Ieth>,
+    /// FLUSH extended transport header.
+    pub(crate) feth: Option<Feth>,
 }
 
 /// The headers of a received packet and where its parts lie in its UDP payload; what the
@@ -284,6 +295,14 @@ pub(crate) fn parse_headers(head: &[u8], len: usize) -> Result<Headers, DropReas
             }
             ExtHdr::AtomicAckEth => ext.atomic_ack = Some(AtomicAckEth { orig: r.u64()? }),
             ExtHdr::Ieth => ext.ieth = Some(Ieth { rkey: r.u32()? }),
+            ExtHdr::Feth => {
+                let bits = r.u32()?;
+                // CAST: Masked to 4 and 2 bits; the rest is reserved.
+                ext.feth = Some(Feth {
+                    placement: (bits & 0xf) as u8,
+                    selectivity: ((bits >> 4) & 0x3) as u8,
+                })
+            }
             // Reserved: ignored on receipt.
             ExtHdr::CnpReserved => {
                 r.bytes::<16>()?;
@@ -396,6 +415,11 @@ pub(crate) fn write_headers(
             }
             ExtHdr::AtomicAckEth => w.put(ext.atomic_ack.ok_or(missing)?.orig.to_be_bytes())?,
             ExtHdr::Ieth => w.put(ext.ieth.ok_or(missing)?.rkey.to_be_bytes())?,
+            ExtHdr::Feth => {
+                let h = ext.feth.ok_or(missing)?;
+                let bits = u32::from(h.placement & 0xf) | (u32::from(h.selectivity & 0x3) << 4);
+                w.put(bits.to_be_bytes())?
+            }
             ExtHdr::CnpReserved => w.put([0; 16])?,
         }
     }
@@ -510,6 +534,10 @@ mod tests {
                 orig: 0x0102_0304_0506_0708,
             }),
             ieth: Some(Ieth { rkey: 0x9abc_def0 }),
+            feth: Some(Feth {
+                placement: 0x3,
+                selectivity: 0x1,
+            }),
         }
     }
 
@@ -763,6 +791,7 @@ mod tests {
                 atomic: all.atomic.filter(|_| info.has(ExtHdr::AtomicEth)),
                 atomic_ack: all.atomic_ack.filter(|_| info.has(ExtHdr::AtomicAckEth)),
                 ieth: all.ieth.filter(|_| info.has(ExtHdr::Ieth)),
+                feth: all.feth.filter(|_| info.has(ExtHdr::Feth)),
             };
             assert_eq!(p.ext, expect, "{op:?}");
             let mut again = [0u8; 64];

@@ -44,6 +44,8 @@ pub(crate) enum Kind {
     FetchAdd,
     /// An ATOMIC WRITE: 8 bytes out, a zero-length read response back.
     AtomicWrite,
+    /// A FLUSH: no bytes out, a zero-length read response back once the peer placed them.
+    Flush,
     /// Done in the send queue itself (a memory window bind, a local invalidate): no PSN, no
     /// packet.
     Local,
@@ -55,13 +57,18 @@ impl Kind {
     pub(crate) const fn awaits_response(self) -> bool {
         matches!(
             self,
-            Kind::Read | Kind::CompareSwap | Kind::FetchAdd | Kind::AtomicWrite
+            Kind::Read | Kind::CompareSwap | Kind::FetchAdd | Kind::AtomicWrite | Kind::Flush
         )
     }
 
     /// Whether read responses answer it.
     pub(crate) const fn reads(self) -> bool {
-        matches!(self, Kind::Read | Kind::AtomicWrite)
+        matches!(self, Kind::Read | Kind::AtomicWrite | Kind::Flush)
+    }
+
+    /// Whether one empty read response answers it.
+    pub(crate) const fn empty_read(self) -> bool {
+        matches!(self, Kind::AtomicWrite | Kind::Flush)
     }
 
     /// Whether it is an atomic.
@@ -79,6 +86,7 @@ impl Kind {
             (Kind::CompareSwap, _, _) => Opcode::RcCompareSwap,
             (Kind::FetchAdd, _, _) => Opcode::RcFetchAdd,
             (Kind::AtomicWrite, _, _) => Opcode::RcAtomicWrite,
+            (Kind::Flush, _, _) => Opcode::RcFlush,
             (Kind::Send | Kind::SendInv, Position::First, _) => Opcode::RcSendFirst,
             (Kind::Send | Kind::SendInv, Position::Middle, _) => Opcode::RcSendMiddle,
             (Kind::SendInv, Position::Last, _) => Opcode::RcSendLastInv,
@@ -1045,6 +1053,25 @@ mod tests {
         let (mut w, mut e) = sent(0, &[(Kind::AtomicWrite, 1), (Kind::Send, 1)]);
         w.ack(&mut e, psn(1));
         assert!(!e[0].finished());
+    }
+
+    #[test]
+    fn a_flush_is_answered_by_an_empty_read_response() {
+        let op = Kind::Flush.opcode(Position::Only, false).unwrap();
+        let info = OpInfo::lookup(op as u8).unwrap();
+        assert_eq!((info.kind, info.hdr_len), (OpKind::Flush, 32));
+        assert!(!info.has_payload() && info.requires_ack());
+        assert!(Kind::Flush.awaits_response() && Kind::Flush.empty_read());
+        let (mut w, mut e) = sent(0, &[(Kind::Write, 2), (Kind::Flush, 1)]);
+        // An ACK of the WRITE before it does not finish it.
+        w.ack(&mut e, psn(1));
+        assert!(e[0].finished() && !e[1].finished());
+        assert_eq!(
+            w.read_response(&mut e, psn(2)),
+            ReadOutcome::Next { idx: 1, index: 0 }
+        );
+        w.read_landed(&mut e, 1, 0);
+        assert!(e[1].finished());
     }
 
     /// Feeds responses `from..to` of the READ at `idx` that do not land (they lie past a gap).

@@ -149,6 +149,22 @@ pub(crate) mod access {
     pub(crate) const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
     /// Memory windows may be bound to the region.
     pub(crate) const MW_BIND: u32 = 1 << 4;
+    /// FLUSH for global visibility may name the region.
+    pub(crate) const FLUSH_GLOBAL: u32 = 1 << 8;
+    /// FLUSH for persistence may name the region.
+    pub(crate) const FLUSH_PERSISTENT: u32 = 1 << 9;
+}
+
+/// `IB_FLUSH_*` placement types a FLUSH asks for.
+pub(crate) mod placement {
+    pub(crate) const GLOBAL: u8 = 1 << 0;
+    pub(crate) const PERSISTENT: u8 = 1 << 1;
+}
+
+/// `IB_FLUSH_RANGE`, `IB_FLUSH_MR`: what a FLUSH names.
+pub(crate) mod selectivity {
+    pub(crate) const RANGE: u8 = 0;
+    pub(crate) const REGION: u8 = 1;
 }
 
 /// A completion, encoded as `struct ib_uverbs_wc` in host byte order.
@@ -253,6 +269,11 @@ pub(crate) mod off {
     pub(crate) const MW_MW_RKEY: usize = 44;
     pub(crate) const MW_RKEY: usize = 48;
     pub(crate) const MW_ACCESS: usize = 52;
+    pub(crate) const FLUSH_REMOTE_ADDR: usize = 24;
+    pub(crate) const FLUSH_LENGTH: usize = 32;
+    pub(crate) const FLUSH_RKEY: usize = 36;
+    pub(crate) const FLUSH_TYPE: usize = 40;
+    pub(crate) const FLUSH_LEVEL: usize = 41;
     pub(crate) const UD_REMOTE_QPN: usize = 24;
     pub(crate) const UD_REMOTE_QKEY: usize = 28;
     pub(crate) const UD_AH_NUM: usize = 36;
@@ -410,11 +431,36 @@ impl<'a> SendWqe<'a> {
         }
     }
 
+    /// What a FLUSH asks for (`wr.flush`).
+    pub(crate) fn flush(&self) -> FlushWr {
+        let byte = |at: usize| self.0.get(at).copied().unwrap_or(0);
+        FlushWr {
+            va: u64::from_ne_bytes(bytes(self.0, off::FLUSH_REMOTE_ADDR)),
+            len: u32_at(self.0, off::FLUSH_LENGTH),
+            rkey: u32_at(self.0, off::FLUSH_RKEY),
+            placement: byte(off::FLUSH_TYPE),
+            selectivity: byte(off::FLUSH_LEVEL),
+        }
+    }
+
     /// The 8 bytes an ATOMIC WRITE stores, as the process wrote them (`dma.atomic_wr`, where
     /// inline data goes); `None` if the slot is too short to hold them.
     pub(crate) fn atomic_write_value(&self) -> Option<[u8; 8]> {
         self.inline_data(8)?.try_into().ok()
     }
+}
+
+/// A FLUSH (`struct rxe_send_wr`'s `wr.flush`): the peer's range (or, by `selectivity`, its
+/// whole region) and what placement to make of the writes before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FlushWr {
+    pub(crate) va: u64,
+    pub(crate) len: u32,
+    pub(crate) rkey: u32,
+    /// `IB_FLUSH_GLOBAL` and `IB_FLUSH_PERSISTENT` bits.
+    pub(crate) placement: u8,
+    /// `IB_FLUSH_RANGE` (0) or `IB_FLUSH_MR` (1).
+    pub(crate) selectivity: u8,
 }
 
 /// A memory window bind (`struct rxe_send_wr`'s `wr.mw`).
@@ -608,6 +654,18 @@ mod tests {
         let word: [u8; 8] = b[208..216].try_into().unwrap();
         assert_eq!(w.atomic_write_value(), Some(word));
         assert_eq!(SendWqe::new(&b[..215]).atomic_write_value(), None);
+        // A FLUSH's fields share the union with an RDMA WRITE's address.
+        let mut f = b.clone();
+        f[32..36].copy_from_slice(&4096u32.to_ne_bytes());
+        f[36..40].copy_from_slice(&0x77u32.to_ne_bytes());
+        f[40] = 1;
+        f[41] = 1;
+        let fl = SendWqe::new(&f).flush();
+        assert_eq!(
+            (fl.va, fl.len, fl.rkey, fl.placement, fl.selectivity),
+            (SendWqe::new(&f).rdma_remote_addr(), 4096, 0x77, 1, 1)
+        );
+        assert_eq!(SendWqe::new(&f[..40]).flush().placement, 0);
         // A short copy decodes as zeros, never out of bounds.
         let short = SendWqe::new(&b[..10]);
         assert_eq!(

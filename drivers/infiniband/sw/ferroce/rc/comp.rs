@@ -293,7 +293,7 @@ fn on_read_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop
         return Ok(false);
     };
     let pos = pkt.info.position;
-    if sent.kind() == Kind::AtomicWrite {
+    if sent.kind().empty_read() {
         // Answered by one empty response; it lands nothing.
         if pos != Position::Only || !pkt.payload.is_empty() {
             return Err(QpDrop::BadLength);

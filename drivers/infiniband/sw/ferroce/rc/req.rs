@@ -16,13 +16,13 @@ use crate::{
     net::xmit::Xmit,
     proto::{
         opcode::{Opcode, Position},
-        packet::{AtomicEth, BuildError, ExtHeaders, Ieth, Reth},
+        packet::{AtomicEth, BuildError, ExtHeaders, Feth, Ieth, Reth},
         psn::Psn,
         retry::Retries,
         window::{Entry, Kind, Started, Window},
         wqe::{
-            SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_INLINE, SEND_SOLICITED,
-            SEND_WQE_HEADER, SGE_SIZE,
+            placement, selectivity, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_INLINE,
+            SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
     qp::{tx::TX_BUDGET, QpCtx, QpInner, QpShared},
@@ -91,6 +91,7 @@ impl Sent {
             Kind::CompareSwap => WcOpcode::CompSwap,
             Kind::FetchAdd => WcOpcode::FetchAdd,
             Kind::AtomicWrite => WcOpcode::AtomicWrite,
+            Kind::Flush => WcOpcode::Flush,
         }
     }
 }
@@ -197,6 +198,7 @@ fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
         WrOpcode::AtomicCmpAndSwp if !uc => (Kind::CompareSwap, None),
         WrOpcode::AtomicFetchAndAdd if !uc => (Kind::FetchAdd, None),
         WrOpcode::AtomicWrite if !uc => (Kind::AtomicWrite, None),
+        WrOpcode::Flush if !uc => (Kind::Flush, None),
         _ => return None,
     })
 }
@@ -235,6 +237,14 @@ fn prepare(
             return Err((slot, WcStatus::LocLenErr));
         }
         ATOMIC_LEN
+    } else if kind == Kind::Flush {
+        // It names no local memory; a placement or level no verb has is refused here.
+        let f = w.flush();
+        let known = placement::GLOBAL | placement::PERSISTENT;
+        if f.placement == 0 || f.placement & !known != 0 || f.selectivity > selectivity::REGION {
+            return Err((slot, WcStatus::LocQpOpErr));
+        }
+        0
     } else if w.send_flags() & SEND_INLINE != 0 {
         // A READ's or an atomic's data comes back: it needs buffers.
         if kind.awaits_response() || w.length() as usize > room {
@@ -415,6 +425,7 @@ fn send_request(
     match sent.kind() {
         Kind::Read => return send_read_request(xmit, attr, sent, from),
         Kind::AtomicWrite => return send_atomic_write(xmit, attr, sent),
+        Kind::Flush => return send_flush(xmit, attr, sent),
         _ => {}
     }
     let w = sent.wqe();
@@ -454,6 +465,26 @@ fn send_atomic_write(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, sent: &Se
         ..ExtHeaders::default()
     };
     xmit.send(&bth, &ext, &value)
+}
+
+/// Sends a FLUSH: no payload; its FETH says what placement, its RETH of what.
+fn send_flush(xmit: &Xmit<'_>, attr: &kernel::rdma::qp::QpAttr, sent: &Sent) -> Result {
+    let f = sent.wqe().flush();
+    let mut bth = bth(attr, Opcode::RcFlush, sent.entry.first());
+    bth.ack_req = true;
+    let ext = ExtHeaders {
+        feth: Some(Feth {
+            placement: f.placement,
+            selectivity: f.selectivity,
+        }),
+        reth: Some(Reth {
+            va: f.va,
+            rkey: f.rkey,
+            dma_len: f.len,
+        }),
+        ..ExtHeaders::default()
+    };
+    xmit.send(&bth, &ext, &[])
 }
 
 /// Asks for a READ's responses from the `from`th on.

@@ -30,7 +30,7 @@ use crate::{
     qp::{QpCtx, QpInner, QpShared},
     rc::{self, path_mtu},
     rc::{
-        atomic,
+        atomic, flush,
         read::{self, Resources},
     },
     sge,
@@ -143,7 +143,10 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
         }
         Sequence::Duplicate => {
             counters.inc(Counter::DuplicateRequest);
-            if matches!(pkt.info.kind, OpKind::ReadRequest | OpKind::AtomicWrite) {
+            if matches!(
+                pkt.info.kind,
+                OpKind::ReadRequest | OpKind::AtomicWrite | OpKind::Flush
+            ) {
                 // Answered again only from where the requester lost it, and only if it is one
                 // of the READs this QP answered (an ATOMIC WRITE's is an empty READ, so it is
                 // not stored twice): a forged one reads nothing.
@@ -181,6 +184,9 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
                 .and_then(|()| atomic::write(cx, pkt))
                 .map(|()| counters.inc(Counter::RcvdPkts))
         }
+        OpKind::Flush => between_messages(cx.inner)
+            .and_then(|()| flush::start(cx, pkt))
+            .map(|()| counters.inc(Counter::RcvdPkts)),
         _ => send_or_write(cx, pkt, counters),
     };
     match res {
@@ -188,7 +194,7 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
         Ok(())
             if matches!(
                 pkt.info.kind,
-                OpKind::ReadRequest | OpKind::Atomic | OpKind::AtomicWrite
+                OpKind::ReadRequest | OpKind::Atomic | OpKind::AtomicWrite | OpKind::Flush
             ) => {}
         Ok(()) => {
             cx.inner.attr.rq_psn = psn.add(1).get();
