@@ -37,7 +37,6 @@ const _: () = {
     assert!(off::MW_RKEY == offset_of!(rxe_send_wqe, wr.wr.mw.rkey));
     assert!(off::MW_ACCESS == offset_of!(rxe_send_wqe, wr.wr.mw.access));
     assert!(off::FLUSH_REMOTE_ADDR == offset_of!(rxe_send_wqe, wr.wr.flush.remote_addr));
-    assert!(off::FLUSH_LENGTH == offset_of!(rxe_send_wqe, wr.wr.flush.length));
     assert!(off::FLUSH_RKEY == offset_of!(rxe_send_wqe, wr.wr.flush.rkey));
     assert!(off::FLUSH_TYPE == offset_of!(rxe_send_wqe, wr.wr.flush.type_));
     assert!(off::FLUSH_LEVEL == offset_of!(rxe_send_wqe, wr.wr.flush.level));

@@ -141,7 +141,8 @@ impl FerroceMr {
             GFP_KERNEL,
         )?;
         let key = table.insert(state)?;
-        let rkey = if req.access & access::REMOTE != 0 {
+        // A region a peer may only FLUSH has a remote key too.
+        let rkey = if req.access & (access::REMOTE | access::FLUSH) != 0 {
             key
         } else {
             0

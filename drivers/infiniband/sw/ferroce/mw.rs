@@ -129,13 +129,6 @@ impl MwState {
     }
 }
 
-impl MwState {
-    /// The range the window is bound to, if it is.
-    fn span(&self) -> Option<(u64, u64)> {
-        self.bound.lock().to.map(|b| (b.addr, b.len))
-    }
-}
-
 impl MrTable {
     /// The region and offset a peer's `rkey` (a region's or a window's), `va` and `len` name,
     /// if they may be used by the QP `qp` ([`crate::qp::QpShared::id`]) of `pd` with `rights`,
@@ -173,14 +166,12 @@ impl MrTable {
         (end <= mr.mem.len()).then_some((mr, start))
     }
 
-    /// The region a peer's `rkey` names as a whole (a FLUSH of a whole region), if the QP `qp`
-    /// of `pd` may use it with `rights`: as [`Self::remote`], over all the region has, or all
-    /// a window's key is bound to.
-    pub(crate) fn remote_whole(&self, pd: usize, qp: u64, rkey: u32, rights: u32) -> Option<MrRef> {
+    /// The region a peer's `rkey` names as a whole (a FLUSH of a whole region), if the QP's
+    /// `pd` may use it with `rights`. Only a region's key does: windows are not bound with
+    /// FLUSH rights (see `BINDABLE`).
+    pub(crate) fn remote_whole(&self, pd: usize, rkey: u32, rights: u32) -> Option<MrRef> {
         if MwTable::is_window_key(rkey) {
-            let (va, len) = self.windows.get(rkey)?.span()?;
-            let len = u32::try_from(len).ok()?;
-            return self.remote(pd, qp, rkey, va, len, rights).map(|(mr, _)| mr);
+            return None;
         }
         let mr = self.get(rkey)?;
         (mr.pd == pd && mr.access & rights == rights).then_some(mr)

@@ -6,7 +6,8 @@
 //! User space posts into a ring shared with rdma-core's rxe provider, without a system call.
 //! A QP copies the WQE it takes and keeps it until the message completes (see `rc::resp`): from
 //! then on the WQE is the QP's, and a QP that fails completes it with a flush error rather than
-//! losing it. Kernel consumers cannot make SRQs yet: their WQEs would need a list of their own,
+//! losing it (one a QP holds when it is destroyed goes with it, uncompleted, as a receive
+//! queue's WQEs do). Kernel consumers cannot make SRQs yet: their WQEs would need a list of their own,
 //! and their QPs on one would be RC ones, which ferroce does not offer them.
 
 use crate::{

@@ -224,7 +224,8 @@ def build(case, args):
         # FETH (placement type in bits 3-0, selectivity level in 5-4), then RETH; no payload.
         feth = struct.pack("!I", (args.placement & 0xf) | ((args.level & 0x3) << 4))
         return frame(args, transport(RC_FLUSH, q, p, ext=feth + reth(args.va, args.rkey,
-                                                                     args.length), ackreq=True))
+                                                                     args.length),
+                                     payload=b"\xa5" * (args.payload or 0), ackreq=True))
     if case == "rc_read_response":
         return frame(args, transport(RC_RDMA_READ_RESPONSE_ONLY, q, p, ext=aeth(0x1f, 0),
                                      payload=filler))

@@ -61,6 +61,13 @@ impl Kind {
         )
     }
 
+    /// Whether it holds one of the peer's `max_rd_atomic` credits while outstanding: READs and
+    /// atomics do; a FLUSH does not (C rxe counts none for it, and a responder keeps it beyond
+    /// the resources it granted).
+    pub(crate) const fn takes_credit(self) -> bool {
+        self.awaits_response() && !matches!(self, Kind::Flush)
+    }
+
     /// Whether read responses answer it.
     pub(crate) const fn reads(self) -> bool {
         matches!(self, Kind::Read | Kind::AtomicWrite | Kind::Flush)
@@ -1062,6 +1069,7 @@ mod tests {
         assert_eq!((info.kind, info.hdr_len), (OpKind::Flush, 32));
         assert!(!info.has_payload() && info.requires_ack());
         assert!(Kind::Flush.awaits_response() && Kind::Flush.empty_read());
+        assert!(!Kind::Flush.takes_credit() && Kind::AtomicWrite.takes_credit());
         let (mut w, mut e) = sent(0, &[(Kind::Write, 2), (Kind::Flush, 1)]);
         // An ACK of the WRITE before it does not finish it.
         w.ack(&mut e, psn(1));

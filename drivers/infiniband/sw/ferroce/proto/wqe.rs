@@ -153,6 +153,8 @@ pub(crate) mod access {
     pub(crate) const FLUSH_GLOBAL: u32 = 1 << 8;
     /// FLUSH for persistence may name the region.
     pub(crate) const FLUSH_PERSISTENT: u32 = 1 << 9;
+    /// Either FLUSH right.
+    pub(crate) const FLUSH: u32 = FLUSH_GLOBAL | FLUSH_PERSISTENT;
 }
 
 /// `IB_FLUSH_*` placement types a FLUSH asks for.
@@ -270,7 +272,6 @@ pub(crate) mod off {
     pub(crate) const MW_RKEY: usize = 48;
     pub(crate) const MW_ACCESS: usize = 52;
     pub(crate) const FLUSH_REMOTE_ADDR: usize = 24;
-    pub(crate) const FLUSH_LENGTH: usize = 32;
     pub(crate) const FLUSH_RKEY: usize = 36;
     pub(crate) const FLUSH_TYPE: usize = 40;
     pub(crate) const FLUSH_LEVEL: usize = 41;
@@ -431,12 +432,13 @@ impl<'a> SendWqe<'a> {
         }
     }
 
-    /// What a FLUSH asks for (`wr.flush`).
+    /// What a FLUSH asks for (`wr.flush`; its length is the WQE's `dma.length`, where
+    /// rdma-core's provider and C rxe keep it: `wr.flush.length` is never set).
     pub(crate) fn flush(&self) -> FlushWr {
         let byte = |at: usize| self.0.get(at).copied().unwrap_or(0);
         FlushWr {
             va: u64::from_ne_bytes(bytes(self.0, off::FLUSH_REMOTE_ADDR)),
-            len: u32_at(self.0, off::FLUSH_LENGTH),
+            len: self.length(),
             rkey: u32_at(self.0, off::FLUSH_RKEY),
             placement: byte(off::FLUSH_TYPE),
             selectivity: byte(off::FLUSH_LEVEL),
@@ -656,14 +658,14 @@ mod tests {
         assert_eq!(SendWqe::new(&b[..215]).atomic_write_value(), None);
         // A FLUSH's fields share the union with an RDMA WRITE's address.
         let mut f = b.clone();
-        f[32..36].copy_from_slice(&4096u32.to_ne_bytes());
+        f[32..36].copy_from_slice(&1u32.to_ne_bytes());
         f[36..40].copy_from_slice(&0x77u32.to_ne_bytes());
         f[40] = 1;
         f[41] = 1;
         let fl = SendWqe::new(&f).flush();
         assert_eq!(
             (fl.va, fl.len, fl.rkey, fl.placement, fl.selectivity),
-            (SendWqe::new(&f).rdma_remote_addr(), 4096, 0x77, 1, 1)
+            (SendWqe::new(&f).rdma_remote_addr(), 200, 0x77, 1, 1)
         );
         assert_eq!(SendWqe::new(&f[..40]).flush().placement, 0);
         // A short copy decodes as zeros, never out of bounds.

@@ -10,7 +10,8 @@
 //! core refuses regions that ask for it, so a FLUSH for persistence finds no key that allows it.
 //!
 //! As an ATOMIC WRITE, it is answered by a zero-length READ response, from a READ resource: a
-//! duplicate gets the answer again.
+//! duplicate gets the answer again. The whole region is named by a region's key only: memory
+//! windows are not bound with FLUSH rights.
 
 use crate::{
     net::recv::Packet,
@@ -27,6 +28,10 @@ use crate::{
 use core::sync::atomic::{fence, Ordering};
 use kernel::{prelude::*, rdma::attr::Access};
 
+/// FLUSHes still to be answered, beyond the QP's `max_dest_rd_atomic`, before one more is
+/// refused.
+const FLUSHES_BEYOND_GRANTED: u8 = 16;
+
 /// Takes a FLUSH in sequence: checks it, places the writes before it, and keeps the empty READ
 /// resource whose response answers it (sent by [`crate::rc::read::answer`]).
 pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
@@ -38,6 +43,7 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
         || feth.placement & !known != 0
         || feth.selectivity > selectivity::REGION
         || !pkt.payload.is_empty()
+        || pkt.bth.pad != 0
     {
         return Err(Refusal::Invalid);
     }
@@ -51,13 +57,19 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
         granted(cx, Access::FlushPersistent)?;
         rights |= access::FLUSH_PERSISTENT;
     }
-    let resources = cx.inner.attr.max_dest_rd_atomic;
-    cx.inner.resp.resources.admit(resources)?;
+    // Requesters do not count FLUSHes against the READ and atomic resources they were granted
+    // (C rxe's does not): one is taken beyond them, up to a bound, behind READs still
+    // answered, and answered after them.
+    let granted = cx.inner.attr.max_dest_rd_atomic;
+    cx.inner
+        .resp
+        .resources
+        .admit(granted.saturating_add(FLUSHES_BEYOND_GRANTED))?;
     let reaches = if feth.selectivity == selectivity::REGION {
         // The whole region: the RETH's address and length mean nothing.
         cx.dev()
             .mrs
-            .remote_whole(cx.shared.pd, cx.shared.id, reth.rkey, rights)
+            .remote_whole(cx.shared.pd, reth.rkey, rights)
             .is_some()
     } else {
         cx.remote(reth.rkey, reth.va, reth.dma_len, rights)
@@ -66,7 +78,7 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
     if !reaches {
         return Err(Refusal::Access);
     }
-    cx.inner.resp.resources.make_room(resources)?;
+    cx.inner.resp.resources.make_room(granted.max(1))?;
     fence(Ordering::SeqCst);
     let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
     let answer = Reth { dma_len: 0, ..reth };

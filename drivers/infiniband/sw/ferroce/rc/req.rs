@@ -373,12 +373,12 @@ fn send_window(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>) -> bool {
         // One answered but not yet completed still holds its credit: the responder may keep
         // its resource (an atomic's saved answer) until the requester moves past it, and an
         // earlier WQE's lost answer may still need it.
-        if sent.kind().awaits_response() && !uc {
+        if sent.kind().takes_credit() && !uc {
             let limit = usize::from(attr.max_rd_atomic);
             let outstanding = req.flight.get(..idx).map_or(0, |before| {
                 before
                     .iter()
-                    .filter(|s| s.kind().awaits_response() && s.entry.status() == WcStatus::Success)
+                    .filter(|s| s.kind().takes_credit() && s.entry.status() == WcStatus::Success)
                     .count()
             });
             if outstanding >= limit {
