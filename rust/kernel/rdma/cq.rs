@@ -92,6 +92,27 @@ impl<T: Driver> Cq<T> {
     }
 }
 
+impl<T: Driver> Cq<T> {
+    /// Tells the consumer that the CQ overflowed and a completion was lost
+    /// (`IB_EVENT_CQ_ERR`). Any context.
+    pub fn raise_error_event(&self) {
+        let cq = self.0.c_ptr();
+        // SAFETY: `device`, `event_handler` and `cq_context` are set by the core before create
+        // (uverbs and `__ib_alloc_cq()`) and never change; the handlers (uverbs' queues the event
+        // for the process) may be called from any context.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                let mut ev = bindings::ib_event {
+                    device: (*cq).device,
+                    element: bindings::ib_event__bindgen_ty_1 { cq },
+                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+                };
+                handler(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+}
+
 /// Runs [`Driver::create_cq`] into an object the core allocated.
 ///
 /// # Safety

@@ -9,7 +9,7 @@ use crate::{
     proto::wqe::{Completion, WcStatus, WC_WITH_INV},
     queue::{mminfo, Ring, MMINFO_SIZE},
 };
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     new_spinlock_irq,
     prelude::*,
@@ -158,6 +158,9 @@ pub(crate) struct FerroceCq {
     #[pin]
     ring: SpinLockIrq<CqStore>,
     armed: AtomicU32,
+    /// It overflowed and its consumer was told (`IB_EVENT_CQ_ERR`); told again only once a
+    /// completion fits again.
+    overflowed: AtomicBool,
 }
 
 impl FerroceCq {
@@ -194,6 +197,7 @@ impl FerroceCq {
             try_pin_init!(Self {
                 ring <- new_spinlock_irq!(store),
                 armed: AtomicU32::new(DISARMED),
+                overflowed: AtomicBool::new(false),
             }),
         ))
     }
@@ -239,7 +243,8 @@ impl FerroceCq {
     /// any, "solicited" for a `solicited` one or an error.
     ///
     /// `ENOSPC` if the CQ is full (the consumer fell behind): the completion is lost, as on
-    /// hardware, where the CQ would go to an error state.
+    /// hardware, where the CQ would go to an error state, and the consumer hears of it by
+    /// `IB_EVENT_CQ_ERR`, once until completions fit again.
     pub(crate) fn post(
         qp: &Qp<Ferroce>,
         cq: &Cq<Ferroce>,
@@ -249,13 +254,20 @@ impl FerroceCq {
         let this = cq.data();
         // Taken before the lock: dropping an unused one must not happen under it.
         let link = qp.link();
-        match &mut *this.ring.lock() {
-            CqStore::User(ring) => ring.push(&c.encode())?,
+        let pushed = match &mut *this.ring.lock() {
+            CqStore::User(ring) => ring.push(&c.encode()),
             CqStore::Kernel(k) => k.push(KernelEntry {
                 wc: kernel_wc(c),
                 qp: link,
-            })?,
+            }),
+        };
+        if let Err(e) = pushed {
+            if e == ENOSPC && !this.overflowed.swap(true, Ordering::AcqRel) {
+                cq.raise_error_event();
+            }
+            return Err(e);
         }
+        this.overflowed.store(false, Ordering::Release);
         let fires = if solicited || c.status != WcStatus::Success {
             this.armed.swap(DISARMED, Ordering::AcqRel) != DISARMED
         } else {

@@ -10,6 +10,8 @@ them, stay within the rings and complete at most a ring's worth.
 """
 
 import ctypes
+import os
+import select
 import sys
 import unittest
 
@@ -75,6 +77,42 @@ class FlushTest(unittest.TestCase):
             self.assertEqual(w.opcode & e.IBV_WC_RECV, e.IBV_WC_RECV)
             self.assertEqual(w.qp_num, self.qp.qp_num)
         self.assertEqual(self.rcq.poll(1)[0], 0)
+
+    def test_an_overflowing_cq_raises_cq_err_once(self):
+        def event_fds():
+            fds = set()
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
+                        fds.add(int(fd))
+                except OSError:
+                    pass
+            return fds
+
+        before = event_fds()
+        ctx = Context(name=DEV)
+        (event_fd,) = event_fds() - before
+        pd = PD(ctx)
+        mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+        # A CQ of 3 entries (a ring of 4) and 8 receives that the error state completes.
+        cq = CQ(ctx, 3)
+        cap = QPCap(max_send_wr=1, max_recv_wr=8, max_send_sge=1, max_recv_sge=1)
+        qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
+        try:
+            qp.to_init(QPAttr(port_num=1))
+            for i in range(8):
+                qp.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(mr.buf, 64, mr.lkey)]))
+            to_error(qp)
+            events = []
+            while select.select([event_fd], [], [], 1)[0]:
+                ev = ctx.get_async_event()
+                events.append(ev.event_type)
+                ev.ack()
+            self.assertEqual(events, [e.IBV_EVENT_CQ_ERR])
+            self.assertEqual([w.wr_id for w in poll_all(cq, 8)], [0, 1, 2])
+        finally:
+            for o in (qp, cq, mr, pd, ctx):
+                o.close()
 
     def test_sends_posted_in_error_flush_at_the_doorbell(self):
         to_error(self.qp)
