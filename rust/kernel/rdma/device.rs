@@ -50,7 +50,33 @@ pub struct DeviceOptions<'a> {
     pub uverbs_cmd_mask: u64,
 }
 
+/// What [`super::ops::Driver::modify_device`] is asked to change (`struct ib_device_modify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceModify {
+    /// A new system image GUID (`IB_DEVICE_MODIFY_SYS_IMAGE_GUID`).
+    pub sys_image_guid: Option<u64>,
+    /// A new node description (`IB_DEVICE_MODIFY_NODE_DESC`), as written to sysfs `node_desc`.
+    pub node_desc: Option<[u8; 64]>,
+}
+
 impl<T: Driver> Device<T> {
+    /// Sets the node description that sysfs `node_desc` and node-description MADs report.
+    ///
+    /// Call it from [`super::ops::Driver::modify_device`], which the core serialises with the
+    /// other writers; readers (sysfs) print it without a lock, as with C providers.
+    pub fn set_node_desc(&self, desc: &[u8; 64]) {
+        // SAFETY: The device is live (`&self`); `node_desc` is an array of 64 `c_char` that only
+        // `modify_device` writes after registration. Byte-wise volatile writes: a concurrent
+        // reader sees old or new bytes, never torn accesses of wider words.
+        unsafe {
+            let dst = (*self.as_raw()).node_desc.as_mut_ptr();
+            for (i, b) in desc.iter().enumerate() {
+                // CAST: A byte of text; `c_char` has the same size.
+                core::ptr::write_volatile(dst.add(i), *b as c_char);
+            }
+        }
+    }
+
     /// Returns a reference to a device of `T` from its raw pointer.
     ///
     /// # Safety

@@ -8,7 +8,7 @@ use super::{
     ah,
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     cq::{self, Cq, CqAttr, NotifyFlags},
-    device::Device,
+    device::{Device, DeviceModify},
     mmap,
     mr::{self, MrKeys, MrRequest},
     mw::{self, MwType},
@@ -161,6 +161,12 @@ pub trait Driver: Sized + 'static {
     /// network namespace, while the process keeps its file open). Without it, open user contexts
     /// pin the provider module and the device cannot change namespace.
     fn disassociate_ucontext(_ctx: &Self::Ucontext) {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the node description or system image GUID (the core's sysfs `node_desc`
+    /// writes here).
+    fn modify_device(_dev: &Device<Self>, _change: &DeviceModify) -> Result {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -712,6 +718,36 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// As for `query_device`; `change` is valid.
+    unsafe extern "C" fn modify_device(
+        ibdev: *mut bindings::ib_device,
+        mask: c_int,
+        change: *mut bindings::ib_device_modify,
+    ) -> c_int {
+        from_result(|| {
+            // CAST: A bit mask.
+            let mask = mask as u32;
+            let guid = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID;
+            let desc = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC;
+            if mask & !(guid | desc) != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: `ib_modify_device()` passes a device with our ops (see `query_device`)
+            // and its caller's `ib_device_modify`, ours to read for the call.
+            let (dev, change) = unsafe { (Device::<T>::from_raw(ibdev), &*change) };
+            let m = DeviceModify {
+                sys_image_guid: (mask & guid != 0).then_some(change.sys_image_guid),
+                node_desc: (mask & desc != 0)
+                    // CAST: `c_char` bytes of text.
+                    .then(|| change.node_desc.map(|c| c as u8)),
+            };
+            T::modify_device(dev, &m)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// As for `query_device`.
     unsafe extern "C" fn enable_driver(ibdev: *mut bindings::ib_device) -> c_int {
         from_result(|| {
@@ -749,6 +785,11 @@ impl<T: Driver> OpsVTable<T> {
         },
         alloc_pd: Some(Self::alloc_pd),
         dealloc_pd: Some(Self::dealloc_pd),
+        modify_device: if T::HAS_MODIFY_DEVICE {
+            Some(Self::modify_device)
+        } else {
+            None
+        },
         enable_driver: if T::HAS_ENABLE_DRIVER {
             Some(Self::enable_driver)
         } else {

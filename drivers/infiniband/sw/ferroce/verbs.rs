@@ -22,7 +22,7 @@ use kernel::{
             PortState, MGMT_MAD_SIZE,
         },
         cq::{Cq, CqAttr, NotifyFlags},
-        device::Device,
+        device::{Device, DeviceModify},
         mr::{MrKeys, MrRequest},
         mw::MwType,
         ops::Driver,
@@ -217,6 +217,17 @@ impl Driver for Ferroce {
     fn port_stats(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result {
         check_port(port)?;
         dev.data().counters.read_into(values);
+        Ok(())
+    }
+
+    fn modify_device(dev: &Device<Self>, change: &DeviceModify) -> Result {
+        // The system image GUID is the node GUID, from the netdev's address (as C rxe's).
+        if change.sys_image_guid.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        if let Some(desc) = &change.node_desc {
+            dev.set_node_desc(desc);
+        }
         Ok(())
     }
 

@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 13
+ktap_set_plan 14
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -40,6 +40,17 @@ ktap_test_result "queue pairs: rings, numbers, state machine, query (ferroce_qp.
 	"$PY" "$DIR/ferroce_qp.py" fer0
 ktap_test_result "error state flushes posted WRs into the CQ rings; scribbled rings (ferroce_flush.py)" \
 	"$PY" "$DIR/ferroce_flush.py" fer0
+
+# node_desc: sysfs writes reach modify_device; what was written is what is read.
+node_desc_settable() {
+	local f=/sys/class/infiniband/fer0/node_desc
+	printf 'ferroce node 7' >"$f" || return 1
+	[ "$(cat "$f")" = "ferroce node 7" ] || return 1
+	# 64 bytes at most are kept, as the core passes them.
+	printf '%080d' 0 >"$f" || return 1
+	[ "$(cat "$f")" = "$(printf '%064d' 0)" ]
+}
+ktap_test_result "node description set through sysfs (modify_device)" node_desc_settable
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
