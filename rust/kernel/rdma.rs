@@ -20,6 +20,7 @@ pub mod attr;
 pub mod client;
 pub mod cq;
 pub mod device;
+mod event;
 pub mod link;
 pub mod mmap;
 pub mod mr;

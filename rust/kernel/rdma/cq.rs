@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{device::Device, object::CoreObject, ops::Driver, udata::Udata};
+use super::{device::Device, event, object::CoreObject, ops::Driver, udata::Udata};
 use crate::{bindings, prelude::*};
 
 type Object<T> = CoreObject<bindings::ib_cq, <T as Driver>::Cq>;
@@ -97,19 +97,19 @@ impl<T: Driver> Cq<T> {
     /// (`IB_EVENT_CQ_ERR`). Any context.
     pub fn raise_error_event(&self) {
         let cq = self.0.c_ptr();
-        // SAFETY: `device`, `event_handler` and `cq_context` are set by the core before create
-        // (uverbs and `__ib_alloc_cq()`) and never change; the handlers (uverbs' queues the event
-        // for the process) may be called from any context.
+        let kind = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+        // SAFETY: The CQ is live (`&self`); the core sets `device`, `event_handler` and
+        // `cq_context` before create (uverbs and `__ib_alloc_cq()`) and never changes them.
         unsafe {
-            if let Some(handler) = (*cq).event_handler {
-                let mut ev = bindings::ib_event {
-                    device: (*cq).device,
-                    element: bindings::ib_event__bindgen_ty_1 { cq },
-                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
-                };
-                handler(&mut ev, (*cq).cq_context);
-            }
-        }
+            let element = bindings::ib_event__bindgen_ty_1 { cq };
+            event::raise(
+                (*cq).event_handler,
+                (*cq).device,
+                element,
+                kind,
+                (*cq).cq_context,
+            )
+        };
     }
 }
 

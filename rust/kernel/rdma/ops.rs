@@ -737,9 +737,7 @@ impl<T: Driver> OpsVTable<T> {
             let (dev, change) = unsafe { (Device::<T>::from_raw(ibdev), &*change) };
             let m = DeviceModify {
                 sys_image_guid: (mask & guid != 0).then_some(change.sys_image_guid),
-                node_desc: (mask & desc != 0)
-                    // CAST: `c_char` bytes of text.
-                    .then(|| change.node_desc.map(|c| c as u8)),
+                node_desc: (mask & desc != 0).then_some(change.node_desc),
             };
             T::modify_device(dev, &m)?;
             Ok(0)

@@ -8,6 +8,7 @@ use super::{
     attr::{AccessFlags, Mtu},
     cq::Cq,
     device::Device,
+    event,
     object::CoreObject,
     ops::Driver,
     pd::Pd,
@@ -605,19 +606,19 @@ impl<T: Driver> Qp<T> {
     /// (`IB_EVENT_QP_LAST_WQE_REACHED`). Any context.
     pub fn raise_last_wqe_reached(&self) {
         let qp = self.0.c_ptr();
-        // SAFETY: `device` is set at allocation; `event_handler` and `qp_context` are set by the
-        // core's `create_qp()` and never change after; its handlers (uverbs' queues the event
-        // for the process) may be called from any context.
+        let kind = bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED;
+        // SAFETY: The QP is live (`&self`); `device` is set at allocation, `event_handler` and
+        // `qp_context` by the core's `create_qp()` before create, and nothing changes them.
         unsafe {
-            if let Some(handler) = (*qp).event_handler {
-                let mut ev = bindings::ib_event {
-                    device: (*qp).device,
-                    element: bindings::ib_event__bindgen_ty_1 { qp },
-                    event: bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-                };
-                handler(&mut ev, (*qp).qp_context);
-            }
-        }
+            let element = bindings::ib_event__bindgen_ty_1 { qp };
+            event::raise(
+                (*qp).event_handler,
+                (*qp).device,
+                element,
+                kind,
+                (*qp).qp_context,
+            )
+        };
     }
 
     /// The QP number.

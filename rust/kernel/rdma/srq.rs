@@ -10,7 +10,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
+use super::{event, object::CoreObject, ops::Driver, pd::Pd, udata::Udata};
 use crate::{bindings, prelude::*};
 
 type Object<T> = CoreObject<bindings::ib_srq, <T as Driver>::Srq>;
@@ -86,19 +86,19 @@ impl<T: Driver> Srq<T> {
     /// (`IB_EVENT_SRQ_LIMIT_REACHED`). Any context; once per arming.
     pub fn raise_limit_event(&self) {
         let srq = self.0.c_ptr();
-        // SAFETY: `device`, `event_handler` and `srq_context` are set by `ib_create_srq_user()`
-        // before create and never change; the handlers (uverbs' queues the event for the
-        // process) may be called from any context.
+        let kind = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+        // SAFETY: The SRQ is live (`&self`); `ib_create_srq_user()` sets `device`,
+        // `event_handler` and `srq_context` before create and nothing changes them.
         unsafe {
-            if let Some(handler) = (*srq).event_handler {
-                let mut ev = bindings::ib_event {
-                    device: (*srq).device,
-                    element: bindings::ib_event__bindgen_ty_1 { srq },
-                    event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-                };
-                handler(&mut ev, (*srq).srq_context);
-            }
-        }
+            let element = bindings::ib_event__bindgen_ty_1 { srq };
+            event::raise(
+                (*srq).event_handler,
+                (*srq).device,
+                element,
+                kind,
+                (*srq).srq_context,
+            )
+        };
     }
 }
 

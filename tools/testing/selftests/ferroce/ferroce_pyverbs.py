@@ -117,6 +117,18 @@ def poll(cq, want, seconds=10):
     return wcs
 
 
+def event_fds():
+    """The async event files this process has open (one per device context)."""
+    fds = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
+                fds.add(int(fd))
+        except OSError:
+            pass
+    return fds
+
+
 def mapped_rings():
     """Base, mask and slot size of every ring this process maps."""
     rings = {}

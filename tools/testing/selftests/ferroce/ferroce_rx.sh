@@ -135,44 +135,27 @@ ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the poste
 ktap_test_result "a UD WQE's own address vector cannot send from an address the device lacks" \
 	indented /usr/bin/python3 "$UD" forged_source fer0 10.70.0.1 fd70::1 10.70.0.2 10.70.0.77 fd70::77
 
-# Live RC and UC QPs (ferroce_rc.py): crafted requests from B at a QP in RTS, WQEs scribbled
-# into the shared send ring, a real peer (fer1 in B) that refuses requests, and UC peers.
-RC="$(cd "$(dirname "$0")" && pwd)/ferroce_rc.py"
-live_rc_qps() {
+# with_fer1 SCRIPT: SCRIPT's pyverbs cases on fer0, with fer1 in B as their real peer and B as
+# the namespace crafted packets come from.
+with_fer1() {
 	local rc
 	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
-	indented /usr/bin/python3 "$RC" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
+	indented /usr/bin/python3 "$(cd "$(dirname "$0")" && pwd)/$1" fer0 10.70.0.1 "$B" \
+		10.70.0.2 fer1
 	rc=$?
 	rdma link del fer1 || return 1
 	[ "$rc" -eq 0 ]
 }
-ktap_test_result "live RC and UC QPs: crafted requests, scribbled rings, real peers" live_rc_qps
-
-# Shared receive queues (ferroce_srq.py): RC, UC and UD QPs of fer0 on one SRQ, senders on fer1
-# in B and crafted packets from B.
-SRQ="$(cd "$(dirname "$0")" && pwd)/ferroce_srq.py"
-shared_receive_queues() {
-	local rc
-	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
-	indented /usr/bin/python3 "$SRQ" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
-	rc=$?
-	rdma link del fer1 || return 1
-	[ "$rc" -eq 0 ]
-}
+# Live RC and UC QPs: crafted requests from B at a QP in RTS, WQEs scribbled into the shared
+# send ring, a real peer that refuses requests, and UC peers.
+ktap_test_result "live RC and UC QPs: crafted requests, scribbled rings, real peers" \
+	with_fer1 ferroce_rc.py
+# Shared receive queues: RC, UC and UD QPs of fer0 on one SRQ, senders on fer1, crafted packets.
 ktap_test_result "shared receive queues: verbs, events, resize, RC/UC/UD traffic" \
-	shared_receive_queues
-
-# RDMA FLUSH (ferroce_rdma_flush.py): fer0 flushes fer1's region; crafted FLUSHes from B.
-FLUSH="$(cd "$(dirname "$0")" && pwd)/ferroce_rdma_flush.py"
-rdma_flush() {
-	local rc
-	ip netns exec "$B" rdma link add fer1 type rxe netdev vb || return 1
-	indented /usr/bin/python3 "$FLUSH" fer0 10.70.0.1 "$B" 10.70.0.2 fer1
-	rc=$?
-	rdma link del fer1 || return 1
-	[ "$rc" -eq 0 ]
-}
-ktap_test_result "RDMA FLUSH: requested, answered, duplicated, refused" rdma_flush
+	with_fer1 ferroce_srq.py
+# RDMA FLUSH: fer0 flushes fer1's region; crafted FLUSHes from B.
+ktap_test_result "RDMA FLUSH: requested, answered, duplicated, refused" \
+	with_fer1 ferroce_rdma_flush.py
 
 flood_of_everything() {
 	local before after

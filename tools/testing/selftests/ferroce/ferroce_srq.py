@@ -35,25 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import roce_inject  # noqa: E402
 from ferroce_pyverbs import (  # noqa: E402
     MR_LEN, RECV_NUM_SGE, RECV_SGES, REMOTE, RQ_PSN, Endpoint, connect, connect_uc, counters,
-    gid_index, mapped, mapped_rings, poll, scribble)
+    event_fds, gid_index, mapped, mapped_rings, poll, scribble)
 
 MAX_SRQ_WR = 1 << 14  # limits.rs
 MAX_SRQ_SGE = 27
 RECV_LEN = 4096
 QKEY = 0x11111111
 FAKE_PEER_QPN = 0x77
-
-
-def event_fds():
-    """The async event files this process has open."""
-    fds = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if "infinibandevent" in os.readlink(f"/proc/self/fd/{fd}"):
-                fds.add(int(fd))
-        except OSError:
-            pass
-    return fds
 
 
 class SrqSide:

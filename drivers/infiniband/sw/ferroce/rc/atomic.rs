@@ -18,14 +18,14 @@ use crate::{
     proto::{
         aeth::Syndrome,
         opcode::Opcode,
-        packet::{Aeth, AtomicAckEth, ExtHeaders, Reth},
+        packet::{Aeth, AtomicAckEth, ExtHeaders},
         psn::Psn,
-        read::{AtomicResult, ReadResource, Resource},
+        read::{AtomicResult, Resource},
         responder::Refusal,
         wqe::access,
     },
     qp::{QpCtx, QpInner},
-    rc::{self, path_mtu, resp::granted},
+    rc::{self, read, resp::granted},
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, rdma::attr::Access};
@@ -109,14 +109,7 @@ pub(crate) fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
             word.store(u64::from_ne_bytes(value), Ordering::SeqCst)
         })
         .map_err(|_| Refusal::Invalid)?;
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
-    let answer = Reth { dma_len: 0, ..reth };
-    let r = ReadResource::new(pkt.bth.psn, answer, path_mtu(cx), msn, cx.shared.pd);
-    // Room was made: this does not fail.
-    cx.inner.resp.resources.push(Resource::Read(r))?;
-    cx.inner.resp.msn = msn;
-    cx.inner.attr.rq_psn = pkt.bth.psn.add(1).get();
-    Ok(())
+    read::keep_empty_answer(cx, pkt, reth)
 }
 
 /// A duplicate atomic request: the answer again, if it is one of the atomics kept; the word is

@@ -16,14 +16,11 @@
 use crate::{
     net::recv::Packet,
     proto::{
-        packet::Reth,
-        psn::Psn,
-        read::{ReadResource, Resource},
         responder::Refusal,
         wqe::{access, placement, selectivity},
     },
     qp::QpCtx,
-    rc::{path_mtu, resp::granted},
+    rc::{read, resp::granted},
 };
 use core::sync::atomic::{fence, Ordering};
 use kernel::{prelude::*, rdma::attr::Access};
@@ -80,12 +77,5 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal>
     }
     cx.inner.resp.resources.make_room(granted.max(1))?;
     fence(Ordering::SeqCst);
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
-    let answer = Reth { dma_len: 0, ..reth };
-    let r = ReadResource::new(pkt.bth.psn, answer, path_mtu(cx), msn, cx.shared.pd);
-    // Room was made: this does not fail.
-    cx.inner.resp.resources.push(Resource::Read(r))?;
-    cx.inner.resp.msn = msn;
-    cx.inner.attr.rq_psn = pkt.bth.psn.add(1).get();
-    Ok(())
+    read::keep_empty_answer(cx, pkt, reth)
 }

@@ -15,7 +15,7 @@ use crate::{
     net::xmit::Xmit,
     proto::{
         aeth::Syndrome,
-        packet::{Aeth, BuildError, ExtHeaders},
+        packet::{Aeth, BuildError, ExtHeaders, Reth},
         psn::Psn,
         read::{admits, ReadResource, Resource, Response},
         responder::Refusal,
@@ -76,6 +76,24 @@ impl Resources {
     pub(super) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Resource> {
         self.0.iter_mut()
     }
+}
+
+/// Finishes a request in sequence that one empty READ response answers (ATOMIC WRITE, FLUSH;
+/// [`Resources::make_room`] was called): keeps that response as a zero-length READ resource,
+/// which [`answer`] sends and a duplicate gets again, and moves the MSN and expected PSN on.
+pub(crate) fn keep_empty_answer(
+    cx: &mut QpCtx<'_>,
+    pkt: &Packet<'_>,
+    reth: Reth,
+) -> Result<(), Refusal> {
+    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let answer = Reth { dma_len: 0, ..reth };
+    let r = ReadResource::new(pkt.bth.psn, answer, path_mtu(cx), msn, cx.shared.pd);
+    // Room was made: this does not fail.
+    cx.inner.resp.resources.push(Resource::Read(r))?;
+    cx.inner.resp.msn = msn;
+    cx.inner.attr.rq_psn = pkt.bth.psn.add(1).get();
+    Ok(())
 }
 
 /// Takes a READ request in sequence: checks it and makes it a resource. Returns the PSNs its
