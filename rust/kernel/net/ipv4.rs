@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Sending IPv4 packets that the caller builds whole (header included), through the routing
-//! table and `ip_local_out`, as tunnels without a socket of their own do.
+//! table and `ip_local_out`, as tunnels without a socket of their own do; and a netdev's
+//! membership of multicast groups, for packets to them.
 //!
-//! C header: [`include/net/route.h`](srctree/include/net/route.h)
+//! C headers: [`include/net/route.h`](srctree/include/net/route.h),
+//! [`include/linux/igmp.h`](srctree/include/linux/igmp.h)
 
-use super::{namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff};
+use super::{
+    namespace::Namespace,
+    netdevice::{NetDevice, Rtnl},
+    skbuff::SkBuff,
+};
 use crate::{bindings, error::from_err_ptr, prelude::*};
 
 /// Length of an IPv4 header without options.
@@ -111,3 +117,62 @@ impl Drop for Route {
         unsafe { bindings::dst_release(&raw mut (*self.rt).dst) };
     }
 }
+
+/// A netdev's membership of an IPv4 multicast group (`ip_mc_inc_group`): while it lasts the
+/// stack takes the group's packets on the netdev and reports the membership (IGMP), so that
+/// snooping switches forward them. Memberships are counted: other members (sockets, the RDMA
+/// CM) keep theirs.
+///
+/// # Invariants
+///
+/// `in_dev` is the IPv4 state of the netdev at join, whose reference we hold, and holds one
+/// count of `group` that is ours (or none, once torn down with its netdev's IPv4 state).
+pub struct Membership {
+    in_dev: *mut bindings::in_device,
+    group: [u8; 4],
+}
+
+impl Membership {
+    /// Joins `group` (a multicast address) on `dev`: `ENODEV` if `dev` has no IPv4 state.
+    /// Takes RTNL: sleeps, and must not be called under it.
+    pub fn join(dev: &NetDevice, group: [u8; 4]) -> Result<Self> {
+        if group[0] & 0xf0 != 0xe0 {
+            return Err(EINVAL);
+        }
+        let _rtnl = Rtnl::lock();
+        // SAFETY: `dev` is alive and RTNL is held, as `__in_dev_get_rtnl` requires.
+        let in_dev = unsafe { bindings::__in_dev_get_rtnl(dev.as_raw()) };
+        if in_dev.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: `in_dev` is `dev`'s, alive under RTNL; the reference taken keeps it after.
+        unsafe {
+            bindings::in_dev_hold(in_dev);
+            bindings::ip_mc_inc_group(in_dev, u32::from_ne_bytes(group));
+        }
+        // INVARIANT: The reference and the count just taken.
+        Ok(Self { in_dev, group })
+    }
+}
+
+impl Drop for Membership {
+    /// Leaves the group; sleeps (takes RTNL).
+    fn drop(&mut self) {
+        let _rtnl = Rtnl::lock();
+        // SAFETY: By the type invariant we hold a reference to `in_dev`, and RTNL is held. If
+        // it was torn down its list is empty and nothing changes.
+        unsafe {
+            bindings::__ip_mc_dec_group(
+                self.in_dev,
+                u32::from_ne_bytes(self.group),
+                GFP_KERNEL.as_raw(),
+            );
+            bindings::in_dev_put(self.in_dev);
+        }
+    }
+}
+
+// SAFETY: The membership is a reference and a count, released on any thread in process context.
+unsafe impl Send for Membership {}
+// SAFETY: Shared access does nothing.
+unsafe impl Sync for Membership {}

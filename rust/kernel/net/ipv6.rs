@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Sending IPv6 packets that the caller builds whole (header included), through the routing
-//! table and `ip6_local_out`, as tunnels without a socket of their own do.
+//! table and `ip6_local_out`, as tunnels without a socket of their own do; and a netdev's
+//! membership of multicast groups, for packets to them.
 //!
-//! C header: [`include/net/ipv6.h`](srctree/include/net/ipv6.h)
+//! C headers: [`include/net/ipv6.h`](srctree/include/net/ipv6.h),
+//! [`include/net/addrconf.h`](srctree/include/net/addrconf.h)
 
 use super::{namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff};
 use crate::{bindings, error::from_err_ptr, prelude::*};
@@ -141,3 +143,60 @@ impl Drop for Route {
         unsafe { bindings::dst_release(self.dst) };
     }
 }
+
+/// A netdev's membership of an IPv6 multicast group (`ipv6_dev_mc_inc`), as for
+/// [`super::ipv4::Membership`]: the stack takes the group's packets and reports the
+/// membership (MLD).
+///
+/// # Invariants
+///
+/// `idev` is the IPv6 state of the netdev at join, whose reference we hold, and holds one
+/// count of `group` that is ours (or none, once torn down with its netdev's IPv6 state).
+pub struct Membership {
+    idev: *mut bindings::inet6_dev,
+    group: bindings::in6_addr,
+}
+
+impl Membership {
+    /// Joins `group` (a multicast address) on `dev`: `ENODEV` if `dev` has no IPv6 state.
+    /// Sleeps.
+    pub fn join(dev: &NetDevice, group: [u8; 16]) -> Result<Self> {
+        if group[0] != 0xff {
+            return Err(EINVAL);
+        }
+        let group = bindings::in6_addr {
+            in6_u: bindings::in6_addr__bindgen_ty_1 { u6_addr8: group },
+        };
+        // SAFETY: `dev` is alive; a reference to its IPv6 state, if any, is ours.
+        let idev = unsafe { bindings::in6_dev_get(dev.as_raw()) };
+        if idev.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: `dev` is alive and `group` a valid address; process context.
+        let ret = unsafe { bindings::ipv6_dev_mc_inc(dev.as_raw(), &group) };
+        if ret < 0 {
+            // SAFETY: The reference taken above.
+            unsafe { bindings::in6_dev_put(idev) };
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: The reference and the count just taken.
+        Ok(Self { idev, group })
+    }
+}
+
+impl Drop for Membership {
+    /// Leaves the group; sleeps.
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold a reference to `idev`. If it was torn down its
+        // list is empty and nothing changes (`ENOENT`).
+        unsafe {
+            bindings::__ipv6_dev_mc_dec(self.idev, &self.group);
+            bindings::in6_dev_put(self.idev);
+        }
+    }
+}
+
+// SAFETY: As for the IPv4 membership.
+unsafe impl Send for Membership {}
+// SAFETY: Shared access does nothing.
+unsafe impl Sync for Membership {}

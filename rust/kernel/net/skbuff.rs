@@ -97,6 +97,15 @@ impl SkBuff {
         Ok(())
     }
 
+    /// Another skb for the same packet (`skb_clone`): its own header and offsets, the data
+    /// shared (nothing here writes to received data in place). `ENOMEM` if there is no memory.
+    pub fn clone_shared(&self, gfp: crate::alloc::Flags) -> Result<Self> {
+        // SAFETY: By the type invariant the skb is valid; the clone is a new reference of ours.
+        let skb = unsafe { bindings::skb_clone(self.as_raw(), gfp.as_raw()) };
+        // INVARIANT: A fresh clone that only we own.
+        NonNull::new(skb).map(Self).ok_or(ENOMEM)
+    }
+
     /// Total length of the data, from `data` on, including paged fragments.
     pub fn len(&self) -> u32 {
         // SAFETY: By the type invariant the skb is valid.
