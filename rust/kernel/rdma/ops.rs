@@ -170,6 +170,17 @@ pub trait Driver: Sized + 'static {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// Attaches a UD QP to the multicast group `gid` (the core checked both); attaching it
+    /// again is no error. Sleeps.
+    fn attach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from the multicast group `gid`; `EINVAL` if it was not attached. Sleeps.
+    fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// The port counters [`Driver::port_stats`] fills, in order.
     const PORT_STATS: &'static [StatDesc] = &[];
 
@@ -585,6 +596,36 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibqp` was initialised by `create_qp`; `gid` is valid for reads.
+    unsafe extern "C" fn attach_mcast(
+        ibqp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `ib_attach_mcast()` passes a live QP of ours and its caller's GID.
+            unsafe { qp::mcast::<T>(ibqp, gid, true)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As for `attach_mcast`.
+    unsafe extern "C" fn detach_mcast(
+        ibqp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `attach_mcast`.
+            unsafe { qp::mcast::<T>(ibqp, gid, false)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// `ibah` was allocated by the core with `size_ib_ah` zeroed bytes, for a device of `T`.
     unsafe extern "C" fn create_ah(
         ibah: *mut bindings::ib_ah,
@@ -819,6 +860,16 @@ impl<T: Driver> OpsVTable<T> {
         post_recv: Some(Self::post_recv),
         poll_cq: Some(Self::poll_cq),
         get_dma_mr: Some(Self::get_dma_mr),
+        attach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Self::attach_mcast)
+        } else {
+            None
+        },
+        detach_mcast: if T::HAS_DETACH_MCAST {
+            Some(Self::detach_mcast)
+        } else {
+            None
+        },
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),
         destroy_ah: Some(Self::destroy_ah),

@@ -725,6 +725,25 @@ pub(crate) unsafe fn modify<T: Driver>(
     T::modify_qp(this, &attr, mask, udata.as_mut())
 }
 
+/// Attaches `qp` to the multicast group `gid`, or detaches it.
+///
+/// # Safety
+///
+/// `qp` came from `create` and lives through the call; `gid` is valid for reads.
+pub(crate) unsafe fn mcast<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *const bindings::ib_gid,
+    attach: bool,
+) -> Result {
+    // SAFETY: Per this function's `# Safety`; every bit pattern of the union is a valid `raw`.
+    let (this, gid) = unsafe { (Qp::<T>::from_raw(qp), &(*gid).raw) };
+    if attach {
+        T::attach_mcast(this, gid)
+    } else {
+        T::detach_mcast(this, gid)
+    }
+}
+
 /// `ops.query_qp`.
 ///
 /// # Safety
