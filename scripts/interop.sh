@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Wire interop with the C rxe: two guests on one QEMU dgram network over loopback, one running
-# the C rxe and one ferroce, run perftest, the pingpongs and rping against each other in both
+# the C rxe and one ferroce, run perftest, the pingpongs, rping and mckey against each other in both
 # directions, over IPv4 and (ib_write_bw, rping) IPv6
 # (tools/testing/selftests/ferroce/interop_guest.sh is each side).
 # Appends "pass|fail|skip interop interop/<n> <name>" lines to RESULTS (default: print only),

@@ -7,6 +7,7 @@ use crate::{
     ah::AhTable,
     cc::Cc,
     counters::Counters,
+    mcast::McastTable,
     mr::MrTable,
     net::PortsUse,
     proto::{eui64, mtu},
@@ -39,6 +40,8 @@ pub(crate) struct FerroceDevice {
     pub(crate) qps: Arc<QpTable>,
     /// Address handles by number.
     pub(crate) ahs: Arc<AhTable>,
+    /// Multicast groups and their UD QPs.
+    pub(crate) mcast: Arc<McastTable>,
     /// How many SRQs it has (see `srq.rs`).
     pub(crate) srqs: Arc<AtomicU32>,
     /// The netdev the device is on, for the data path: the core's copy is behind a lock that
@@ -87,6 +90,7 @@ impl FerroceDevice {
             mrs: Arc::pin_init(MrTable::new(), GFP_KERNEL)?,
             qps,
             ahs: Arc::pin_init(AhTable::new(), GFP_KERNEL)?,
+            mcast: Arc::pin_init(McastTable::new(), GFP_KERNEL)?,
             srqs: Arc::new(AtomicU32::new(0), GFP_KERNEL)?,
             netdev: netdev.into(),
             cc: Cc::new(debugfs, name)?,

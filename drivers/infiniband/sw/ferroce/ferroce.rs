@@ -23,6 +23,7 @@ mod device;
 mod hw;
 mod limits;
 mod link;
+mod mcast;
 mod mr;
 mod mw;
 mod net;

@@ -49,11 +49,12 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_res_rd_atom: 0x3f000,
     max_qp_init_rd_atom: 128,
     // Memory windows as C rxe's; their key indices follow the regions' (see `mw.rs`).
-    // No multicast or fast registration: not implemented.
+    // No fast registration: not implemented.
     max_mw: (1 << 19) - 1,
-    max_mcast_grp: 0,
-    max_mcast_qp_attach: 0,
-    max_total_mcast_qp_attach: 0,
+    // Multicast as C rxe's.
+    max_mcast_grp: 8192,
+    max_mcast_qp_attach: 56,
+    max_total_mcast_qp_attach: 0x7_0000,
     max_ah: (1 << 15) - 1,
     // As many SRQs as C rxe; their rings are bounded as send and receive queues are (a ring is
     // kernel memory that the process sizes: C rxe's 2^20 slots of 27 SGEs are 512 MB each).

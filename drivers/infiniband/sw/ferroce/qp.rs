@@ -294,6 +294,11 @@ pub(crate) struct FerroceQp {
 }
 
 impl FerroceQp {
+    /// The state its packets reach it by.
+    pub(crate) fn shared(&self) -> &Arc<QpShared> {
+        &self.shared
+    }
+
     pub(crate) fn create(
         pd: &Pd<Ferroce>,
         init: &QpInit<'_, Ferroce>,

@@ -192,6 +192,15 @@ impl Driver for Ferroce {
         FerroceMw::alloc(pd, ty)
     }
 
+    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        let data = qp.device().data();
+        data.mcast.attach(&data.netdev, qp.data().shared(), gid)
+    }
+
+    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        qp.device().data().mcast.detach(qp.data().shared(), gid)
+    }
+
     fn doorbell(qp: &Qp<Self>) -> Result {
         FerroceQp::doorbell(qp)
     }

@@ -10,7 +10,7 @@
 # would leave them (ferroce sends its own ECT(0)); ferroce answers the marked requests with
 # CNPs, which the C rxe, without congestion control, must drop harmlessly; the ferroce side
 # counts them where the C rxe is the requester. "xfer" is ferroce_xfer, which
-# checks every byte. Prints
+# checks every byte; "mckey" sends UD datagrams to an IPv4 multicast group, from ferroce. Prints
 # KTAP for this side, then the kernel log check's result lines (FERROCE_LOG_CHECK names
 # scripts/kernel-log-check.sh); the host needs both sides.
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
@@ -41,6 +41,8 @@ TESTS=(
 	"ibv_srq_pingpong -m 1024 -s 4096 -n 50 -q 8 -r 32 -c"
 	"rping -C 200 -V"
 	"rping -C 200 -V"
+	"mckey -C 50"
+	"mckey -c 4 -C 20"
 	"v6 ib_write_bw -s 65536 -n 200 -F"
 	"v6 ib_write_bw -s 65536 -n 200 -F"
 	"v6 rping -C 100 -V"
@@ -126,6 +128,16 @@ run() {
 	if [ "$tool" = rping ]; then
 		srv_args=(rping -s -a "$me" -p "$port" "$@")
 		cli_args=(rping -c -a "$them" -p "$port" "$@")
+	fi
+	# mckey: rdma_cm multicast; the server receives what the client sends to the group, and
+	# starts first (the sender cannot know the receiver joined). Only ferroce sends: the C rxe
+	# (7.3) puts few of its multicast datagrams on the wire (1 to 9 of 50, C rxe to C rxe).
+	if [ "$tool" = mckey ]; then
+		srv_args=(mckey -m 239.4.4.4 -b "$me" "$@")
+		cli_args=(mckey -m 239.4.4.4 -b "$me" -s "$@")
+		server=0
+		[ "$driver" = c-rxe ] && server=1
+		[ "$server" = 1 ] || sleep 5
 	fi
 	if [ "$server" = 1 ]; then
 		timeout 150 "${srv_args[@]}" >/tmp/interop.log 2>&1

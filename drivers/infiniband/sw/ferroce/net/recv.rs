@@ -9,9 +9,9 @@
 //! [`crate::qp::QpShared::receive`]). Every drop is counted by reason.
 
 use crate::{
-    counters::{Counter, Counters},
-    device::Ferroce,
-    proto::bth::Bth,
+    counters::Counter,
+    device::{Ferroce, FerroceDevice},
+    proto::bth::{Bth, MULTICAST_QPN},
     proto::{
         icrc::{Icrc, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
         opcode::{OpInfo, OpKind},
@@ -37,18 +37,22 @@ impl EncapRecv for Receiver {
         let Some(dev) = skb.dev().and_then(Device::<Ferroce>::get_by_netdev) else {
             return;
         };
-        deliver(&dev.data().counters, &dev.data().qps, skb, false);
+        deliver(dev.data(), skb, false);
     }
 }
 
 /// Hands one packet (`data` at its UDP header) to its QP: one from the socket, or, with
 /// `looped`, one a QP of the same device sent to the device's own address.
-pub(crate) fn deliver(counters: &Counters, qps: &crate::qp::QpTable, skb: SkBuff, looped: bool) {
+pub(crate) fn deliver(data: &FerroceDevice, skb: SkBuff, looped: bool) {
+    let counters = &data.counters;
     let pkt = match RxHeaders::parse(&skb) {
         Ok(h) => h,
         Err(r) => return counters.inc(drop_counter(Reject::Packet(r))),
     };
-    match qps.get(pkt.bth.dest_qpn) {
+    if pkt.bth.dest_qpn == MULTICAST_QPN {
+        return deliver_multicast(data, skb, pkt);
+    }
+    match data.qps.get(pkt.bth.dest_qpn) {
         Some(qp) => QpShared::receive(&qp, skb, pkt, looped, counters),
         // The ICRC decides whether this was a packet for no one or a corrupt one.
         None => counters.inc(match pkt.verify_icrc(&skb) {
@@ -56,6 +60,30 @@ pub(crate) fn deliver(counters: &Counters, qps: &crate::qp::QpTable, skb: SkBuff
             false => Counter::DropIcrc,
         }),
     }
+}
+
+/// Hands a multicast packet to every QP attached to its group (its destination address), each
+/// its own clone of the skb. The ICRC is checked once, here.
+fn deliver_multicast(data: &FerroceDevice, skb: SkBuff, mut pkt: RxHeaders) {
+    let counters = &data.counters;
+    if !pkt.verify_icrc(&skb) {
+        return counters.inc(Counter::DropIcrc);
+    }
+    pkt.icrc_checked = true;
+    let members = match data.mcast.members(&pkt.dgid()) {
+        Ok(m) => m,
+        Err(_) => return counters.inc(Counter::DropNoMem),
+    };
+    let Some((last, others)) = members.split_last() else {
+        return counters.inc(Counter::DropBadQpn);
+    };
+    for qp in others {
+        match skb.clone_shared(GFP_ATOMIC) {
+            Ok(copy) => QpShared::receive(qp, copy, pkt, false, counters),
+            Err(_) => counters.inc(Counter::DropNoMem),
+        }
+    }
+    QpShared::receive(last, skb, pkt, false, counters);
 }
 
 /// A received packet's headers, copied out of its skb: what is known before the payload is
@@ -76,6 +104,8 @@ pub(crate) struct RxHeaders {
     payload_len: usize,
     /// Where the ICRC starts, from `data`.
     icrc_off: usize,
+    /// The ICRC was found right already (a multicast packet, for each of its QPs).
+    icrc_checked: bool,
 }
 
 impl RxHeaders {
@@ -124,6 +154,7 @@ impl RxHeaders {
             payload_off: UDP_HDR_LEN + h.hdr_len,
             payload_len: h.payload_len,
             icrc_off: UDP_HDR_LEN + h.icrc_offset(),
+            icrc_checked: false,
         })
     }
 
@@ -138,9 +169,28 @@ impl RxHeaders {
         &self.ip[..self.ip_len]
     }
 
+    /// The destination address as a GID (IPv4-mapped for IPv4).
+    pub(crate) fn dgid(&self) -> [u8; 16] {
+        match self.ip_len {
+            IPV4_HDR_LEN => {
+                let mut addr = [0u8; 4];
+                addr.copy_from_slice(&self.ip[16..20]);
+                crate::ah::ipv4_mapped(addr)
+            }
+            _ => {
+                let mut gid = [0u8; 16];
+                gid.copy_from_slice(&self.ip[24..40]);
+                gid
+            }
+        }
+    }
+
     /// Whether the ICRC at the end of the packet is right: every byte after the BTH is read
-    /// once, piece by piece.
+    /// once, piece by piece (the skb must be the one the headers came from).
     pub(crate) fn verify_icrc(&self, skb: &SkBuff) -> bool {
+        if self.icrc_checked {
+            return true;
+        }
         let mut icrc = match self.ip_len {
             IPV4_HDR_LEN => {
                 let ip: &[u8; IPV4_HDR_LEN] = match self.ip[..IPV4_HDR_LEN].try_into() {

@@ -191,7 +191,7 @@ impl<'a> Xmit<'a> {
             }
             Route::Loopback => {
                 skb.pull(path.ip_header_len())?;
-                super::recv::deliver(&data.counters, &data.qps, skb, true);
+                super::recv::deliver(data, skb, true);
             }
         }
         data.counters.inc(Counter::SentPkts);

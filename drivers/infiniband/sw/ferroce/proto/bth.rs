@@ -42,6 +42,9 @@ pub(crate) enum BthError {
 /// Mask of the 24-bit queue pair number.
 pub(crate) const QPN_MASK: u32 = 0x00ff_ffff;
 
+/// The destination QP number of multicast packets (IBA 9.8.1): no QP has it.
+pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
 /// Whether a packet's P_Key admits it to a QP whose P_Key is `qp_pkey` (IBA 10.9.3): the same
 /// 15-bit key, and at least one of the two a full member (the top bit set).
 pub(crate) const fn pkey_matches(pkt_pkey: u16, qp_pkey: u16) -> bool {

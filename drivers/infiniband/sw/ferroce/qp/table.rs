@@ -3,9 +3,11 @@
 //! A device's QPs by number.
 
 use super::QpShared;
+use crate::proto::bth::MULTICAST_QPN;
 use kernel::{prelude::*, rdma::pool::Pool, sync::Arc};
 
-/// User QPs are numbered from here; lower ones are reserved (QP0, QP1).
+/// User QPs are numbered from here to the multicast QPN (excluded); lower ones are reserved
+/// (QP0, QP1).
 const FIRST_QPN: u32 = 16;
 /// QP numbers are 24 bits.
 pub(super) const QPN_LIMIT: u32 = 1 << 24;
@@ -20,7 +22,7 @@ pub(crate) struct QpTable {
 impl QpTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            qps <- Pool::new(FIRST_QPN..=QPN_LIMIT - 1),
+            qps <- Pool::new(FIRST_QPN..=MULTICAST_QPN - 1),
         })
     }
 
