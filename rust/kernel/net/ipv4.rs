@@ -121,7 +121,8 @@ impl Drop for Route {
 /// A netdev's membership of an IPv4 multicast group (`ip_mc_inc_group`): while it lasts the
 /// stack takes the group's packets on the netdev and reports the membership (IGMP), so that
 /// snooping switches forward them. Memberships are counted: other members (sockets, the RDMA
-/// CM) keep theirs.
+/// CM) keep theirs. (`ip_mc_inc_group` cannot report an allocation failure; leaving then
+/// takes a count that was not ours, as the RDMA CM's own memberships do.)
 ///
 /// # Invariants
 ///

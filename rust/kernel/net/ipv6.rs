@@ -7,7 +7,11 @@
 //! C headers: [`include/net/ipv6.h`](srctree/include/net/ipv6.h),
 //! [`include/net/addrconf.h`](srctree/include/net/addrconf.h)
 
-use super::{namespace::Namespace, netdevice::NetDevice, skbuff::SkBuff};
+use super::{
+    namespace::Namespace,
+    netdevice::{NetDevice, Rtnl},
+    skbuff::SkBuff,
+};
 use crate::{bindings, error::from_err_ptr, prelude::*};
 
 /// Length of an IPv6 header without extension headers.
@@ -159,7 +163,8 @@ pub struct Membership {
 
 impl Membership {
     /// Joins `group` (a multicast address) on `dev`: `ENODEV` if `dev` has no IPv6 state.
-    /// Sleeps.
+    /// Takes RTNL (under which the IPv6 state is replaced, so the count goes where the
+    /// reference is): sleeps, and must not be called under it.
     pub fn join(dev: &NetDevice, group: [u8; 16]) -> Result<Self> {
         if group[0] != 0xff {
             return Err(EINVAL);
@@ -167,6 +172,7 @@ impl Membership {
         let group = bindings::in6_addr {
             in6_u: bindings::in6_addr__bindgen_ty_1 { u6_addr8: group },
         };
+        let _rtnl = Rtnl::lock();
         // SAFETY: `dev` is alive; a reference to its IPv6 state, if any, is ours.
         let idev = unsafe { bindings::in6_dev_get(dev.as_raw()) };
         if idev.is_null() {

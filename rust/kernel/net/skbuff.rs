@@ -17,9 +17,13 @@ use core::ptr::NonNull;
 /// An owned socket buffer; dropping it frees it as a drop (`kfree_skb`), [`SkBuff::consume`]
 /// frees it as consumed.
 ///
+/// Clones ([`SkBuff::clone_shared`]) share the packet's data: nothing here writes to the data
+/// of an skb it did not build, and an accessor that would must unshare it first.
+///
 /// # Invariants
 ///
-/// The pointer is a valid `sk_buff` that this object exclusively owns.
+/// The pointer is a valid `sk_buff` that this object exclusively owns (its header; the data
+/// may be shared with clones).
 pub struct SkBuff(NonNull<bindings::sk_buff>);
 
 impl SkBuff {
@@ -100,7 +104,9 @@ impl SkBuff {
     /// Another skb for the same packet (`skb_clone`): its own header and offsets, the data
     /// shared (nothing here writes to received data in place). `ENOMEM` if there is no memory.
     pub fn clone_shared(&self, gfp: crate::alloc::Flags) -> Result<Self> {
-        // SAFETY: By the type invariant the skb is valid; the clone is a new reference of ours.
+        // SAFETY: By the type invariant the skb is valid and its header ours: `skb_clone` also
+        // marks it cloned, which no other thread sees (`SkBuff` is not `Sync`). The clone is a
+        // new skb of ours.
         let skb = unsafe { bindings::skb_clone(self.as_raw(), gfp.as_raw()) };
         // INVARIANT: A fresh clone that only we own.
         NonNull::new(skb).map(Self).ok_or(ENOMEM)

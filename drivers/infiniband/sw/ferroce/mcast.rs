@@ -13,7 +13,7 @@ use kernel::{
     net::{ipv4, ipv6, netdevice::NetDevice},
     new_mutex, new_spinlock_bh,
     prelude::*,
-    rbtree::{RBTree, RBTreeNode},
+    rbtree::{RBTree, RBTreeNode, RBTreeNodeReservation},
     rdma::qp::QpType,
     sync::{Arc, Mutex, SpinLockBh},
 };
@@ -44,6 +44,14 @@ struct Control {
     attachments: u32,
 }
 
+/// A QP in a group, and how many times it was attached: the core counts every attach that
+/// names another MLID (which RoCE ignores), and expects as many detaches.
+#[derive(Clone)]
+struct Member {
+    qp: Arc<QpShared>,
+    attached: u32,
+}
+
 /// A device's multicast groups.
 #[pin_data]
 pub(crate) struct McastTable {
@@ -52,7 +60,7 @@ pub(crate) struct McastTable {
     control: Mutex<Control>,
     /// Each group's members, for the receive path.
     #[pin]
-    members: SpinLockBh<RBTree<Gid, KVec<Arc<QpShared>>>>,
+    members: SpinLockBh<RBTree<Gid, KVec<Member>>>,
 }
 
 impl McastTable {
@@ -68,23 +76,34 @@ impl McastTable {
     }
 
     /// Attaches the UD QP `qp` to the group `gid`, joining it on `netdev` if it is the first
-    /// member; attaching it again changes nothing. `ENOMEM` past the device's limits. Sleeps.
+    /// member; attaching it again only counts. `ENOMEM` past the device's limits. Sleeps.
     pub(crate) fn attach(&self, netdev: &NetDevice, qp: &Arc<QpShared>, gid: &Gid) -> Result {
         if qp.qp_type() != QpType::Ud || !is_multicast(gid) {
             return Err(EINVAL);
         }
         let mut ctl = self.control.lock();
-        let count = {
-            let members = self.members.lock();
-            match members.get(gid) {
-                Some(m) if m.iter().any(|s| Arc::ptr_eq(s, qp)) => return Ok(()),
-                Some(m) => Some(m.len()),
-                None => None,
-            }
-        };
         if ctl.attachments >= DEVICE_LIMITS.max_total_mcast_qp_attach {
             return Err(ENOMEM);
         }
+        let count = {
+            let mut members = self.members.lock();
+            match members.get_mut(gid) {
+                Some(list) => match list.iter_mut().find(|m| Arc::ptr_eq(&m.qp, qp)) {
+                    Some(m) => {
+                        m.attached += 1;
+                        drop(members);
+                        ctl.attachments += 1;
+                        return Ok(());
+                    }
+                    None => Some(list.len()),
+                },
+                None => None,
+            }
+        };
+        let member = Member {
+            qp: qp.clone(),
+            attached: 1,
+        };
         match count {
             Some(n) => {
                 if n >= DEVICE_LIMITS.max_mcast_qp_attach as usize {
@@ -96,10 +115,10 @@ impl McastTable {
                 let mut members = self.members.lock();
                 let list = members.get_mut(gid).ok_or(EINVAL)?;
                 if list.capacity() > n {
-                    list.push_within_capacity(qp.clone()).map_err(|_| ENOMEM)?;
+                    list.push_within_capacity(member).map_err(|_| ENOMEM)?;
                 } else {
                     spare.extend_from_slice(list, GFP_ATOMIC)?;
-                    spare.push_within_capacity(qp.clone()).map_err(|_| ENOMEM)?;
+                    spare.push_within_capacity(member).map_err(|_| ENOMEM)?;
                     core::mem::swap(list, &mut spare);
                 }
                 drop(members);
@@ -111,10 +130,12 @@ impl McastTable {
                     return Err(ENOMEM);
                 }
                 let mut list = KVec::with_capacity(4, GFP_KERNEL)?;
-                list.push_within_capacity(qp.clone()).map_err(|_| ENOMEM)?;
+                list.push_within_capacity(member).map_err(|_| ENOMEM)?;
                 let node = RBTreeNode::new(*gid, list, GFP_KERNEL)?;
-                let joined = RBTreeNode::new(*gid, Membership::join(netdev, gid)?, GFP_KERNEL)?;
-                ctl.joined.insert(joined);
+                // Allocated before the join: nothing fails after it.
+                let slot = RBTreeNodeReservation::new(GFP_KERNEL)?;
+                ctl.joined
+                    .insert(slot.into_node(*gid, Membership::join(netdev, gid)?));
                 self.members.lock().insert(node);
                 ctl.groups += 1;
             }
@@ -123,18 +144,27 @@ impl McastTable {
         Ok(())
     }
 
-    /// Detaches `qp` from the group `gid`, leaving the group on the netdev if it was the last
-    /// member; `EINVAL` if it was not attached. Sleeps; allocates nothing, so it cannot fail
-    /// for an attached QP (the core destroys no QP before it is detached).
+    /// Undoes one attach of `qp` to the group `gid`; the last one takes it out of the group,
+    /// and the group's last member leaves it on the netdev. `EINVAL` if it was not attached.
+    /// Sleeps; allocates nothing, so it cannot fail for an attached QP (the core destroys no
+    /// QP before every attach is undone).
     pub(crate) fn detach(&self, qp: &Arc<QpShared>, gid: &Gid) -> Result {
         let mut ctl = self.control.lock();
         let (gone, emptied) = {
             let mut members = self.members.lock();
             let list = members.get_mut(gid).ok_or(EINVAL)?;
-            let at = list.iter().position(|s| Arc::ptr_eq(s, qp)).ok_or(EINVAL)?;
-            let gone = list.remove(at).map_err(|_| EINVAL)?;
-            let emptied = list.is_empty().then(|| members.remove(gid)).flatten();
-            (gone, emptied)
+            let at = list
+                .iter()
+                .position(|m| Arc::ptr_eq(&m.qp, qp))
+                .ok_or(EINVAL)?;
+            if list[at].attached > 1 {
+                list[at].attached -= 1;
+                (None, None)
+            } else {
+                let gone = list.remove(at).map_err(|_| EINVAL)?;
+                let emptied = list.is_empty().then(|| members.remove(gid)).flatten();
+                (Some(gone), emptied)
+            }
         };
         drop(gone);
         ctl.attachments -= 1;
@@ -151,15 +181,17 @@ impl McastTable {
         Ok(())
     }
 
-    /// The members of the group `gid` (none if there is no such group); `ENOMEM` if there is
-    /// no memory to list them. Any context.
+    /// The QPs of the group `gid` (none if there is no such group); `ENOMEM` if there is no
+    /// memory to list them. Any context.
     pub(crate) fn members(&self, gid: &Gid) -> Result<KVec<Arc<QpShared>>> {
         let members = self.members.lock();
         let Some(list) = members.get(gid) else {
             return Ok(KVec::new());
         };
         let mut out = KVec::with_capacity(list.len(), GFP_ATOMIC)?;
-        out.extend_from_slice(list, GFP_ATOMIC)?;
+        for m in list.iter() {
+            out.push_within_capacity(m.qp.clone()).map_err(|_| ENOMEM)?;
+        }
         Ok(out)
     }
 }

@@ -16,8 +16,8 @@ B=ferroce_mcast_b
 trap ns_cleanup EXIT
 
 ktap_print_header
-require rdma ip mckey timeout python3 "$MCAST"
-ktap_set_plan 7
+require rdma ip mckey timeout stdbuf python3 "$MCAST"
+ktap_set_plan 8
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 two_devices 10.74.0
@@ -43,15 +43,22 @@ ktap_test_result "IPv6 group: a sender on the same device reaches its members" \
 # sender in B, NUM messages.
 mckey_pair() {
 	local n=$1 rcv rc
-	ip netns exec "$A" timeout 60 mckey -m 239.2.2.2 -b 10.74.0.1 -C "$n" \
+	# Line-buffered: its progress is read while it runs.
+	ip netns exec "$A" timeout 90 stdbuf -oL mckey -m 239.2.2.2 -b 10.74.0.1 -C "$n" \
 		>/tmp/ferroce_mckey_rcv.log 2>&1 &
 	rcv=$!
-	sleep 1
+	# It says so once it joined, attached and posted its receives.
+	for _ in $(seq 300); do
+		grep -q "receiving data transfers" /tmp/ferroce_mckey_rcv.log && break
+		sleep 0.1
+	done
 	ip netns exec "$B" timeout 60 mckey -m 239.2.2.2 -b 10.74.0.2 -s -C "$n" \
 		>/tmp/ferroce_mckey_snd.log 2>&1 || rc=$?
 	wait "$rcv" || rc=$?
 	sed 's/^/# rcv: /' /tmp/ferroce_mckey_rcv.log | tail -3
-	[ -z "${rc:-}" ] && grep -q "data transfers complete" /tmp/ferroce_mckey_rcv.log
+	[ -z "${rc:-}" ] && grep -q "data transfers complete" /tmp/ferroce_mckey_rcv.log && return
+	counters_shown fer0 fer1
+	return 1
 }
 ktap_test_result "mckey: rdma_cm multicast between two namespaces, 50 messages" mckey_pair 50
 
@@ -62,35 +69,69 @@ crafted() {
 	rm -f /tmp/ferroce_mcast_ready /tmp/ferroce_mcast_done
 	ip netns exec "$A" "$MCAST" hold fer0 10.74.0.1 239.3.3.3 /tmp/ferroce_mcast_ready \
 		/tmp/ferroce_mcast_done >/tmp/ferroce_mcast_hold.log 2>&1 &
-	for _ in $(seq 100); do [ -e /tmp/ferroce_mcast_ready ] && break; sleep 0.1; done
-	ip netns exec "$B" python3 "$INJECT" --src 10.74.0.2 --dst 239.3.3.3 --qpn 0xffffff \
-		"$@" >/dev/null || rc=1
-	sleep 1
+	for _ in $(seq 300); do [ -e /tmp/ferroce_mcast_ready ] && break; sleep 0.1; done
+	[ -e /tmp/ferroce_mcast_ready ] || rc=1
+	ip netns exec "$B" python3 "$INJECT" --src 10.74.0.2 "$@" >/dev/null || rc=1
 	touch /tmp/ferroce_mcast_done
 	wait $! || rc=1
 	cat /tmp/ferroce_mcast_hold.log
 	return $rc
 }
 # A packet with a bad ICRC is dropped once, not once per member; one with a wrong Q_Key once
-# per member (each checks its own); a good one reaches all three.
+# per member (each checks its own); an RC request to the group, the multicast QPN to a unicast
+# address and a unicast QPN to a group are for no one; a good one reaches all three, counted
+# once as received.
 crafted_checked_once_then_per_member() {
-	local icrc qkey out
+	local icrc qkey qpn rcvd out g="--dst 239.3.3.3 --qpn 0xffffff"
 	ip -n "$B" route add 224.0.0.0/4 dev vb 2>/dev/null
-	icrc=$(fer0_drops rcvd_drop_bad_icrc)
-	qkey=$(fer0_drops rcvd_drop_bad_qkey)
-	out=$(crafted --count 4 bad_icrc) || return 1
+	icrc=$(fer0_drops rcvd_drop_bad_icrc) qkey=$(fer0_drops rcvd_drop_bad_qkey)
+	qpn=$(fer0_drops rcvd_drop_bad_qpn)
+	out=$(crafted $g --count 4 bad_icrc) || return 1
 	echo "$out" | sed 's/^/# /'
-	out=$(crafted --count 2 --qkey 0x9999 good_ud) || return 1
+	out=$(crafted $g --count 2 --qkey 0x9999 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
-	out=$(crafted --count 5 --qkey 0x1234567 good_ud) || return 1
+	out=$(crafted $g good && crafted --dst 10.74.0.1 --qpn 0xffffff --qkey 0x1234567 good_ud &&
+		crafted --dst 239.3.3.3 --qpn 0x11 --qkey 0x1234567 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
+	rcvd=$(fer0_drops rcvd_pkts)
+	out=$(crafted $g --count 5 --qkey 0x1234567 good_ud) || return 1
+	echo "$out" | sed 's/^/# /'
+	rcvd=$(($(fer0_drops rcvd_pkts) - rcvd))
 	icrc=$(($(fer0_drops rcvd_drop_bad_icrc) - icrc))
 	qkey=$(($(fer0_drops rcvd_drop_bad_qkey) - qkey))
-	echo "# bad ICRC drops +$icrc (4 sent), bad Q_Key drops +$qkey (2 sent, 3 members)"
-	[ "$icrc" -eq 4 ] && [ "$qkey" -eq 6 ] && [ "$(echo "$out" | grep -c 'received 5$')" -eq 3 ]
+	qpn=$(($(fer0_drops rcvd_drop_bad_qpn) - qpn))
+	echo "# bad ICRC drops +$icrc (4 sent), bad Q_Key drops +$qkey (2 sent, 3 members)," \
+		"bad QPN drops +$qpn (3 sent), received +$rcvd (5 sent)"
+	[ "$icrc" -eq 4 ] && [ "$qkey" -eq 6 ] && [ "$qpn" -eq 3 ] && [ "$rcvd" -eq 5 ] &&
+		[ "$(echo "$out" | grep -c 'received 5$')" -eq 3 ]
 }
 fer0_drops() { counter fer0 "$1"; }
 ktap_test_result "crafted multicast: ICRC checked once, Q_Key by each member" \
 	crafted_checked_once_then_per_member
+
+# The device goes while QPs of a process are in a group: the netdev leaves the group, the
+# process survives, and a new device works.
+removed_while_attached() {
+	local hold rc left=0
+	rm -f /tmp/ferroce_mcast_ready /tmp/ferroce_mcast_done
+	ip netns exec "$A" "$MCAST" hold fer0 10.74.0.1 239.6.6.6 /tmp/ferroce_mcast_ready \
+		/tmp/ferroce_mcast_done >/tmp/ferroce_mcast_hold.log 2>&1 &
+	hold=$!
+	for _ in $(seq 300); do [ -e /tmp/ferroce_mcast_ready ] && break; sleep 0.1; done
+	ip netns exec "$A" grep -q 060606EF /proc/net/igmp || return 1
+	rdma link del fer0 || return 1
+	for _ in $(seq 100); do
+		ip netns exec "$A" grep -q 060606EF /proc/net/igmp || { left=1; break; }
+		sleep 0.1
+	done
+	touch /tmp/ferroce_mcast_done
+	wait "$hold"
+	rc=$?
+	echo "# the process exited with $rc (its device is gone: not by a signal)"
+	[ "$left" = 1 ] && [ "$rc" -lt 128 ] &&
+		ip netns exec "$A" rdma link add fer0 type rxe netdev va &&
+		indented ip netns exec "$A" "$MCAST" loopback fer0 10.74.0.1 239.6.6.7
+}
+ktap_test_result "device removed while QPs are attached: the group is left" removed_while_attached
 
 ktap_finished

@@ -14,7 +14,7 @@ use crate::{
     proto::bth::{Bth, MULTICAST_QPN},
     proto::{
         icrc::{Icrc, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
-        opcode::{OpInfo, OpKind},
+        opcode::{OpInfo, OpKind, Transport},
         packet::{self, DropReason, ExtHeaders, Headers, MAX_HDR_LEN},
         psn::Psn,
     },
@@ -50,9 +50,14 @@ pub(crate) fn deliver(data: &FerroceDevice, skb: SkBuff, looped: bool) {
         Err(r) => return counters.inc(drop_counter(Reject::Packet(r))),
     };
     if pkt.bth.dest_qpn == MULTICAST_QPN {
-        return deliver_multicast(data, skb, pkt);
+        return deliver_multicast(data, skb, pkt, looped);
     }
-    match data.qps.get(pkt.bth.dest_qpn) {
+    // A packet to a group names no QP but the multicast one (IBA 10.5.2.2).
+    let qp = match pkt.is_for_group() {
+        false => data.qps.get(pkt.bth.dest_qpn),
+        true => None,
+    };
+    match qp {
         Some(qp) => QpShared::receive(&qp, skb, pkt, looped, counters),
         // The ICRC decides whether this was a packet for no one or a corrupt one.
         None => counters.inc(match pkt.verify_icrc(&skb) {
@@ -63,13 +68,17 @@ pub(crate) fn deliver(data: &FerroceDevice, skb: SkBuff, looped: bool) {
 }
 
 /// Hands a multicast packet to every QP attached to its group (its destination address), each
-/// its own clone of the skb. The ICRC is checked once, here.
-fn deliver_multicast(data: &FerroceDevice, skb: SkBuff, mut pkt: RxHeaders) {
+/// its own clone of the skb. The ICRC is checked, and the packet counted as received, once,
+/// here; what each member makes of it is counted by each.
+fn deliver_multicast(data: &FerroceDevice, skb: SkBuff, mut pkt: RxHeaders, looped: bool) {
     let counters = &data.counters;
     if !pkt.verify_icrc(&skb) {
         return counters.inc(Counter::DropIcrc);
     }
-    pkt.icrc_checked = true;
+    // Multicast carries UD sends only, to a group.
+    if pkt.info.transport != Transport::Ud || !pkt.is_for_group() {
+        return counters.inc(Counter::DropBadQpn);
+    }
     let members = match data.mcast.members(&pkt.dgid()) {
         Ok(m) => m,
         Err(_) => return counters.inc(Counter::DropNoMem),
@@ -77,13 +86,16 @@ fn deliver_multicast(data: &FerroceDevice, skb: SkBuff, mut pkt: RxHeaders) {
     let Some((last, others)) = members.split_last() else {
         return counters.inc(Counter::DropBadQpn);
     };
+    pkt.icrc_checked = true;
+    counters.inc(Counter::RcvdPkts);
+    counters.add(Counter::RcvdBytes, pkt.payload_len as u64);
     for qp in others {
         match skb.clone_shared(GFP_ATOMIC) {
-            Ok(copy) => QpShared::receive(qp, copy, pkt, false, counters),
+            Ok(copy) => QpShared::receive(qp, copy, pkt, looped, counters),
             Err(_) => counters.inc(Counter::DropNoMem),
         }
     }
-    QpShared::receive(last, skb, pkt, false, counters);
+    QpShared::receive(last, skb, pkt, looped, counters);
 }
 
 /// A received packet's headers, copied out of its skb: what is known before the payload is
@@ -167,6 +179,20 @@ impl RxHeaders {
     /// The IP header as received.
     pub(crate) fn ip(&self) -> &[u8] {
         &self.ip[..self.ip_len]
+    }
+
+    /// Whether it is a multicast packet (to QPN 0xffffff): one of the copies
+    /// [`deliver_multicast`] hands to each member of its group, where it was counted.
+    pub(crate) fn is_multicast(&self) -> bool {
+        self.bth.dest_qpn == MULTICAST_QPN
+    }
+
+    /// Whether the destination address is a multicast one (224.0.0.0/4, ff00::/8).
+    pub(crate) fn is_for_group(&self) -> bool {
+        match self.ip_len {
+            IPV4_HDR_LEN => self.ip[16] & 0xf0 == 0xe0,
+            _ => self.ip[24] == 0xff,
+        }
     }
 
     /// The destination address as a GID (IPv4-mapped for IPv4).

@@ -96,8 +96,11 @@ pub(crate) fn receive(
             NETWORK_IPV6
         },
     };
-    counters.inc(Counter::RcvdPkts);
-    counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+    // A multicast packet was counted once, before its copies went to the group's QPs.
+    if !pkt.hdr.is_multicast() {
+        counters.inc(Counter::RcvdPkts);
+        counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
+    }
     if status == WcStatus::Success {
         counters.inc(Counter::RdmaRecvs);
     }
