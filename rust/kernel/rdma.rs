@@ -22,6 +22,7 @@ pub mod cq;
 pub mod device;
 mod event;
 pub mod link;
+pub mod mad;
 pub mod mmap;
 pub mod mr;
 pub mod mw;

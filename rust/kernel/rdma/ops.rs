@@ -9,6 +9,7 @@ use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     cq::{self, Cq, CqAttr, NotifyFlags},
     device::{Device, DeviceModify},
+    mad::{self, MadResult, MAD_LEN},
     mmap,
     mr::{self, MrKeys, MrRequest},
     mw::{self, MwType},
@@ -178,6 +179,17 @@ pub trait Driver: Sized + 'static {
 
     /// Detaches a QP from the multicast group `gid`; `EINVAL` if it was not attached. Sleeps.
     fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Answers a MAD for `port`, writing the whole response into `out`, or lets it pass.
+    /// Any context: the MAD layer calls it for MADs it receives, in a work item.
+    fn process_mad(
+        _dev: &Device<Self>,
+        _port: u32,
+        _mad: &[u8; MAD_LEN],
+        _out: &mut [u8; MAD_LEN],
+    ) -> Result<MadResult> {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -596,6 +608,26 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// As for `query_device`; the MADs and `out_size` are the caller's, valid for the call.
+    unsafe extern "C" fn process_mad(
+        ibdev: *mut bindings::ib_device,
+        _flags: c_int,
+        port: u32,
+        _wc: *const bindings::ib_wc,
+        _grh: *const bindings::ib_grh,
+        mad: *const bindings::ib_mad,
+        out: *mut bindings::ib_mad,
+        out_size: *mut usize,
+        _out_pkey_index: *mut u16,
+    ) -> c_int {
+        // SAFETY: `ib_mad_recv_done()` and sysfs's `get_perf_mad()` pass a device with our ops
+        // (see `query_device`), the MAD received or built, and a response buffer of
+        // `*out_size` bytes, theirs alone during the call.
+        unsafe { mad::process::<T>(ibdev, port, mad, out, out_size) }
+    }
+
+    /// # Safety
+    ///
     /// `ibqp` was initialised by `create_qp`; `gid` is valid for reads.
     unsafe extern "C" fn attach_mcast(
         ibqp: *mut bindings::ib_qp,
@@ -860,6 +892,11 @@ impl<T: Driver> OpsVTable<T> {
         post_recv: Some(Self::post_recv),
         poll_cq: Some(Self::poll_cq),
         get_dma_mr: Some(Self::get_dma_mr),
+        process_mad: if T::HAS_PROCESS_MAD {
+            Some(Self::process_mad)
+        } else {
+            None
+        },
         attach_mcast: if T::HAS_ATTACH_MCAST {
             Some(Self::attach_mcast)
         } else {

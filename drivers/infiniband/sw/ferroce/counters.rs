@@ -9,6 +9,7 @@
 //! counters after them carry mlx5's names (`resp_invalid_request` is ours: mlx5 has none), and
 //! so do the congestion-control ones at the end (see [`crate::cc`]).
 
+use crate::proto::pma::PortCounters;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::rdma::stats::StatDesc;
 
@@ -94,6 +95,21 @@ impl Counters {
 
     pub(crate) fn add(&self, c: Counter, n: u64) {
         self.0[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0[c as usize].load(Ordering::Relaxed)
+    }
+
+    /// The counters a performance management agent reports.
+    pub(crate) fn pma(&self) -> PortCounters {
+        PortCounters {
+            xmit_bytes: self.get(Counter::SentBytes),
+            rcv_bytes: self.get(Counter::RcvdBytes),
+            xmit_packets: self.get(Counter::SentPkts),
+            rcv_packets: self.get(Counter::RcvdPkts),
+            link_downed: self.get(Counter::LinkDowned),
+        }
     }
 
     /// Copies the values, in [`Counter`] order, into `out`.

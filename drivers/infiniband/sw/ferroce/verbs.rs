@@ -11,6 +11,7 @@ use crate::{
     limits,
     mr::FerroceMr,
     mw::FerroceMw,
+    proto::pma::{self, MadAnswer},
     qp::FerroceQp,
     srq::FerroceSrq,
 };
@@ -23,6 +24,7 @@ use kernel::{
         },
         cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceModify},
+        mad::{MadResult, MAD_LEN},
         mr::{MrKeys, MrRequest},
         mw::MwType,
         ops::Driver,
@@ -227,6 +229,19 @@ impl Driver for Ferroce {
         check_port(port)?;
         dev.data().counters.read_into(values);
         Ok(())
+    }
+
+    fn process_mad(
+        dev: &Device<Self>,
+        port: u32,
+        mad: &[u8; MAD_LEN],
+        out: &mut [u8; MAD_LEN],
+    ) -> Result<MadResult> {
+        check_port(port)?;
+        Ok(match pma::answer(mad, out, &dev.data().counters.pma()) {
+            MadAnswer::Reply => MadResult::Reply,
+            MadAnswer::Pass => MadResult::Pass,
+        })
     }
 
     fn modify_device(dev: &Device<Self>, change: &DeviceModify) -> Result {

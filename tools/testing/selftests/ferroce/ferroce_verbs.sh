@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 14
+ktap_set_plan 15
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -83,6 +83,22 @@ ktap_test_result "rdma-core pyverbs: test_qpex atomics and atomic write (RC)" rd
 # A send posted to a QP not yet in RTS fails at once (EINVAL), as on the C rxe.
 ktap_test_result "rdma-core pyverbs: test_qpex post_send in a bad QP state" rdma_core_tests \
 	tests.test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow
+
+# The port's performance management agent (process_mad) behind sysfs's counters, after the
+# traffic above: the extended (64-bit) counters, data in units of four bytes, as the port's.
+pma_counters_match() {
+	local d=/sys/class/infiniband/fer0/ports/1/counters xd rd xp rp ld sb rb sp rcvp
+	xd=$(cat "$d/port_xmit_data") && rd=$(cat "$d/port_rcv_data") &&
+		xp=$(cat "$d/port_xmit_packets") && rp=$(cat "$d/port_rcv_packets") &&
+		ld=$(cat "$d/link_downed") || return 1
+	sb=$(counter fer0 sent_bytes) rb=$(counter fer0 rcvd_bytes)
+	sp=$(counter fer0 sent_pkts) rcvp=$(counter fer0 rcvd_pkts)
+	echo "# port_xmit_data $xd (sent_bytes $sb), port_rcv_data $rd (rcvd_bytes $rb)"
+	echo "# port_xmit_packets $xp (sent_pkts $sp), port_rcv_packets $rp (rcvd_pkts $rcvp), link_downed $ld"
+	[ "$xp" -gt 0 ] && [ "$xd" -eq $((sb / 4)) ] && [ "$rd" -eq $((rb / 4)) ] &&
+		[ "$xp" -eq "$sp" ] && [ "$rp" -eq "$rcvp" ] && [ "$ld" -eq "$(counter fer0 link_downed)" ]
+}
+ktap_test_result "PMA counters in sysfs (process_mad) match the port's" pma_counters_match
 
 # removed_under_a_process HOW: a process holds mapped CQ/QP rings, a pinned MR and a PD while
 # the device goes (HOW: "netdev" deletes the veth, "rmmod" unloads the module). The process

@@ -18,6 +18,7 @@ pub(crate) mod mtu;
 pub(crate) mod netdev_pattern;
 pub(crate) mod opcode;
 pub(crate) mod packet;
+pub(crate) mod pma;
 pub(crate) mod psn;
 pub(crate) mod read;
 pub(crate) mod responder;
