@@ -117,6 +117,7 @@ perftest() {
 	val=$(echo "$res" | "$here/perftest-figure.sh" "$tool" "$size" "$secs" "${tsc_mhz:-}")
 	unit=Gb/s
 	[[ $tool == *_lat ]] && unit=us
+	[[ $tool == ib_atomic_bw ]] && unit=Mop/s
 	local name
 	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')"
 	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
@@ -223,6 +224,9 @@ for mtu in $mtus; do
 			for tool in ib_write_bw ib_read_bw ib_send_bw; do
 				for size in $sizes; do perftest "$drv" "$mtu" "$tool" "$size" "$rep"; done
 			done
+			# Atomic rate: FETCH_ADD and CMP_SWAP, one QP, 8 bytes (Mop/s).
+			perftest "$drv" "$mtu" ib_atomic_bw 8 "$rep"
+			perftest "$drv" "$mtu" ib_atomic_bw 8 "$rep" -A CMP_AND_SWAP
 			# Bandwidth against QP count, 64 KiB writes.
 			for q in $qps; do perftest "$drv" "$mtu" ib_write_bw 65536 "$rep" -q "$q"; done
 			for tool in ib_write_lat ib_send_lat; do

@@ -93,11 +93,11 @@ for mtu in mtus:
     lines.append("| test | size | ferroce | C rxe | ferroce / C rxe | ferroce / TCP 1 stream |")
     lines.append("| --- | ---: | --- | --- | ---: | ---: |")
     for t in tests:
-        unit = "us" if t.endswith("_lat") else "Gb/s"
+        unit = "us" if t.endswith("_lat") else "Mop/s" if t.startswith("ib_atomic_bw") else "Gb/s"
         for size in sorted({k[3] for k in runs if k[2] == t and k[1] == mtu}):
             fk, ck = ("ferroce", mtu, t, size), ("c-rxe", mtu, t, size)
             ours, c = summary(fk), summary(ck)
-            vs_tcp = "" if unit == "us" else ratio(ours, tcp1)
+            vs_tcp = "" if unit != "Gb/s" else ratio(ours, tcp1)
             lines.append(f"| {t} | {size} | {fmt(ours, unit, fk)} | {fmt(c, unit, ck)} | "
                          f"{ratio(ours, c)} | {vs_tcp} |")
     if sweep:
@@ -175,7 +175,7 @@ except ImportError:
     print("matplotlib missing: no plot", file=sys.stderr)
     sys.exit(1)
 
-bw_tests = [t for t in tests if t.endswith("_bw")]
+bw_tests = [t for t in tests if t.endswith("_bw") and not t.startswith("ib_atomic_bw")]
 cols = len(bw_tests) + (1 if sweep else 0)
 fig, axes = plt.subplots(len(mtus), max(1, cols), figsize=(5 * max(1, cols), 4 * len(mtus)), squeeze=False)
 for i, mtu in enumerate(mtus):

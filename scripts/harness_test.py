@@ -209,6 +209,12 @@ class BenchFigures(unittest.TestCase):
         self.assertEqual(perftest_figure("Couldn't connect to 192.0.2.2:18600\n", "ib_write_bw",
                                          65536), "")
 
+    def test_atomic_rate_is_operations_in_the_window(self):
+        out = BW_HEAD + " 8          30000            0.00               0.00   \t\t   0.000000\n"
+        self.assertEqual(perftest_figure(out, "ib_atomic_bw", 8), "0.0150")
+        self.assertEqual(perftest_figure(BW_HEAD + " 8  0  0.00  0.00  0.0\n", "ib_atomic_bw", 8),
+                         "")
+
     def test_latency_in_cycles_uses_the_kernels_rate(self):
         out = (" #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]\n"
                " 8       1000          26000.00       90000.00     52000.00  \t       53000.00\n")
