@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Management datagrams a provider answers itself (`ops.process_mad`): the MAD layer offers it
-//! every MAD that arrives on QP1 first, and the core asks it for the sysfs `counters` files.
+//! every MAD that arrives on QP1 first, and every directed-route SMP sent to the local port; the
+//! core asks it for the sysfs `counters` files.
 //!
 //! C header: [`include/rdma/ib_mad.h`](srctree/include/rdma/ib_mad.h)
 
@@ -18,6 +19,8 @@ pub enum MadResult {
     Pass,
     /// The provider wrote the response.
     Reply,
+    /// The provider took it, and nothing answers it (the MAD layer frees it).
+    Consumed,
 }
 
 /// `ops.process_mad`.
@@ -53,6 +56,9 @@ pub(crate) unsafe fn process<T: Driver>(
     match T::process_mad(dev, port, mad, out) {
         Ok(MadResult::Pass) => success,
         Ok(MadResult::Reply) => success | bindings::ib_mad_result_IB_MAD_RESULT_REPLY as c_int,
+        Ok(MadResult::Consumed) => {
+            success | bindings::ib_mad_result_IB_MAD_RESULT_CONSUMED as c_int
+        }
         Err(_) => fail,
     }
 }

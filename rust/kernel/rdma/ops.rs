@@ -182,8 +182,8 @@ pub trait Driver: Sized + 'static {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// Answers a MAD for `port`, writing the whole response into `out`, or lets it pass.
-    /// Any context: the MAD layer calls it for MADs it receives, in a work item.
+    /// Answers a MAD for `port`, writing the whole response into `out`, lets it pass, or
+    /// consumes it. Must not sleep: a local directed-route SMP comes in its sender's context.
     fn process_mad(
         _dev: &Device<Self>,
         _port: u32,
@@ -620,8 +620,9 @@ impl<T: Driver> OpsVTable<T> {
         out_size: *mut usize,
         _out_pkey_index: *mut u16,
     ) -> c_int {
-        // SAFETY: `ib_mad_recv_done()` and sysfs's `get_perf_mad()` pass a device with our ops
-        // (see `query_device`), the MAD received or built, and a response buffer of
+        // SAFETY: `ib_mad_recv_done()`, `handle_outgoing_dr_smp()` and sysfs's `get_perf_mad()`
+        // (during registration too, once the data is set) pass a device with our ops (see
+        // `query_device`), the 256-byte MAD received, sent or built, and a response buffer of
         // `*out_size` bytes, theirs alone during the call.
         unsafe { mad::process::<T>(ibdev, port, mad, out, out_size) }
     }

@@ -241,6 +241,7 @@ impl Driver for Ferroce {
         Ok(match pma::answer(mad, out, &dev.data().counters.pma()) {
             MadAnswer::Reply => MadResult::Reply,
             MadAnswer::Pass => MadResult::Pass,
+            MadAnswer::Consume => MadResult::Consumed,
         })
     }
 

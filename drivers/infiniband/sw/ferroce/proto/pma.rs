@@ -11,7 +11,11 @@ const BASE_VERSION: u8 = 1;
 const CLASS_PERF_MGMT: u8 = 0x04;
 const CLASS_VERSION: u8 = 1;
 const METHOD_GET: u8 = 0x01;
+const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
+/// Subnet management classes (LID-routed, directed-route): RoCE has no subnet manager.
+const CLASS_SUBN_LID_ROUTED: u8 = 0x01;
+const CLASS_SUBN_DIRECTED_ROUTE: u8 = 0x81;
 /// MAD status: the method or attribute is not supported (IBA 13.4.7).
 const STATUS_UNSUPPORTED_METHOD_ATTR: u16 = 0x000c;
 /// MAD status: the class version is not supported.
@@ -20,8 +24,9 @@ const STATUS_BAD_VERSION: u16 = 0x0004;
 const ATTR_CLASS_PORT_INFO: u16 = 0x0001;
 const ATTR_PORT_COUNTERS: u16 = 0x0012;
 const ATTR_PORT_COUNTERS_EXT: u16 = 0x001d;
-/// ClassPortInfo.CapabilityMask: PortCountersExtended with all its counters.
-const CAP_EXT_WIDTH: u16 = 1 << 9;
+/// ClassPortInfo.CapabilityMask: PortCountersExtended, without the (IETF) unicast and
+/// multicast packet counters, which the port does not keep.
+const CAP_EXT_WIDTH_NOIETF: u16 = 1 << 10;
 
 /// Where a PerfMgt MAD's attribute starts: after the header and 40 reserved bytes.
 const ATTR_AT: usize = 64;
@@ -41,15 +46,22 @@ pub(crate) struct PortCounters {
 pub(crate) enum MadAnswer {
     /// `out` holds the response.
     Reply,
-    /// Not a PerfMgt MAD: the MAD layer hands it to whoever registered for its class.
+    /// Not for the agent (another class, or a response): the MAD layer hands it to whoever
+    /// registered for it.
     Pass,
+    /// A subnet management MAD: RoCE has none; nothing is to be done with it.
+    Consume,
 }
 
-/// Answers `mad` into `out` (whole, zeroed first) if it is a PerfMgt MAD: a Get of an attribute
-/// the agent has, or a response with a status that says why not.
+/// Answers `mad` into `out` (whole, zeroed first) if it is a PerfMgt request: a Get of an
+/// attribute the agent has, or a response with a status that says why not (a Set: the
+/// counters are the port's, which no peer clears). Responses and other methods pass (to the
+/// client waiting for them); subnet management is consumed.
 pub(crate) fn answer(mad: &[u8; MAD_LEN], out: &mut [u8; MAD_LEN], c: &PortCounters) -> MadAnswer {
-    if mad[1] != CLASS_PERF_MGMT {
-        return MadAnswer::Pass;
+    match mad[1] {
+        CLASS_PERF_MGMT if matches!(mad[3], METHOD_GET | METHOD_SET) => {}
+        CLASS_SUBN_LID_ROUTED | CLASS_SUBN_DIRECTED_ROUTE => return MadAnswer::Consume,
+        _ => return MadAnswer::Pass,
     }
     out.fill(0);
     // The header comes back, as a GetResp (the TID matches it to the request).
@@ -68,7 +80,7 @@ pub(crate) fn answer(mad: &[u8; MAD_LEN], out: &mut [u8; MAD_LEN], c: &PortCount
                 let at = &mut out[ATTR_AT..];
                 at[0] = BASE_VERSION;
                 at[1] = CLASS_VERSION;
-                at[2..4].copy_from_slice(&CAP_EXT_WIDTH.to_be_bytes());
+                at[2..4].copy_from_slice(&CAP_EXT_WIDTH_NOIETF.to_be_bytes());
                 0
             }
             ATTR_PORT_COUNTERS => {
@@ -148,7 +160,7 @@ mod tests {
         assert_eq!(status(&out), 0);
         assert_eq!(
             u16::from_be_bytes([out[ATTR_AT + 2], out[ATTR_AT + 3]]),
-            CAP_EXT_WIDTH
+            CAP_EXT_WIDTH_NOIETF
         );
     }
 
@@ -182,7 +194,7 @@ mod tests {
     #[test]
     fn unsupported_method_attribute_and_version_answer_with_a_status() {
         let mut set = get(ATTR_PORT_COUNTERS, 1);
-        set[3] = 0x02;
+        set[3] = METHOD_SET;
         assert_eq!(status(&ask(&set)), STATUS_UNSUPPORTED_METHOD_ATTR);
         assert_eq!(
             status(&ask(&get(0x0010, 1))),
@@ -196,10 +208,22 @@ mod tests {
     }
 
     #[test]
-    fn other_classes_pass() {
+    fn other_classes_and_responses_pass_subnet_management_is_consumed() {
+        let mut out = [0u8; MAD_LEN];
         let mut cm = get(0x0010, 0);
         cm[1] = 0x07;
-        let mut out = [0u8; MAD_LEN];
         assert_eq!(answer(&cm, &mut out, &C), MadAnswer::Pass);
+        // A response (a peer's answer to a local client), a Trap and a TrapRepress: never
+        // answered, or two agents would answer each other for ever.
+        for method in [METHOD_GET_RESP, 0x05, 0x07] {
+            let mut m = get(ATTR_PORT_COUNTERS, 1);
+            m[3] = method;
+            assert_eq!(answer(&m, &mut out, &C), MadAnswer::Pass, "{method:#x}");
+        }
+        for class in [CLASS_SUBN_LID_ROUTED, CLASS_SUBN_DIRECTED_ROUTE] {
+            let mut smp = get(0x0015, 1);
+            smp[1] = class;
+            assert_eq!(answer(&smp, &mut out, &C), MadAnswer::Consume);
+        }
     }
 }
