@@ -80,6 +80,14 @@ pub(crate) struct AhState {
     pub(crate) av: Av,
 }
 
+/// Whether `gid` is a multicast address: IPv4-mapped 224.0.0.0/4, or IPv6 ff00::/8.
+pub(crate) fn is_multicast(gid: &[u8; 16]) -> bool {
+    match mapped_ipv4(gid) {
+        Some(addr) => addr[0] & 0xf0 == 0xe0,
+        None => gid[0] == 0xff,
+    }
+}
+
 /// The IPv4 address in an IPv4-mapped GID (`::ffff:a.b.c.d`).
 pub(crate) fn mapped_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
     let (prefix, addr) = gid.split_at(12);

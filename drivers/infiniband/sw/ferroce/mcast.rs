@@ -8,7 +8,11 @@
 //! first member joins it on the netdev (IGMP or MLD, and the link-layer address filter), so
 //! that its packets reach the host; its last one leaves.
 
-use crate::{ah::mapped_ipv4, limits::DEVICE_LIMITS, qp::QpShared};
+use crate::{
+    ah::{is_multicast, mapped_ipv4},
+    limits::DEVICE_LIMITS,
+    qp::QpShared,
+};
 use kernel::{
     net::{ipv4, ipv6, netdevice::NetDevice},
     new_mutex, new_spinlock_bh,
@@ -193,13 +197,5 @@ impl McastTable {
             out.push_within_capacity(m.qp.clone()).map_err(|_| ENOMEM)?;
         }
         Ok(out)
-    }
-}
-
-/// Whether `gid` is a multicast address: IPv4-mapped 224.0.0.0/4, or IPv6 ff00::/8.
-fn is_multicast(gid: &Gid) -> bool {
-    match mapped_ipv4(gid) {
-        Some(addr) => addr[0] & 0xf0 == 0xe0,
-        None => gid[0] == 0xff,
     }
 }

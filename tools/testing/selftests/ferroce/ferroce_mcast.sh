@@ -62,18 +62,25 @@ mckey_pair() {
 }
 ktap_test_result "mckey: rdma_cm multicast between two namespaces, 50 messages" mckey_pair 50
 
-# crafted CASE ARGS...: with three QPs of fer0 on 239.3.3.3, CASE sent from B to the group
-# (QPN 0xffffff); prints the drop counters' changes and what each QP received.
+# hold GROUP: three QPs of fer0 on GROUP, in a process (HOLD, its pid) that keeps them until
+# /tmp/ferroce_mcast_done exists; fails if they are not attached within 30 s.
+hold() {
+	rm -f /tmp/ferroce_mcast_ready /tmp/ferroce_mcast_done
+	ip netns exec "$A" "$MCAST" hold fer0 10.74.0.1 "$1" /tmp/ferroce_mcast_ready \
+		/tmp/ferroce_mcast_done >/tmp/ferroce_mcast_hold.log 2>&1 &
+	HOLD=$!
+	for _ in $(seq 300); do [ -e /tmp/ferroce_mcast_ready ] && return; sleep 0.1; done
+	return 1
+}
+
+# crafted ARGS...: with three QPs of fer0 on 239.3.3.3, roce_inject ARGS from B; prints what
+# each QP received.
 crafted() {
 	local rc=0
-	rm -f /tmp/ferroce_mcast_ready /tmp/ferroce_mcast_done
-	ip netns exec "$A" "$MCAST" hold fer0 10.74.0.1 239.3.3.3 /tmp/ferroce_mcast_ready \
-		/tmp/ferroce_mcast_done >/tmp/ferroce_mcast_hold.log 2>&1 &
-	for _ in $(seq 300); do [ -e /tmp/ferroce_mcast_ready ] && break; sleep 0.1; done
-	[ -e /tmp/ferroce_mcast_ready ] || rc=1
+	hold 239.3.3.3 || rc=1
 	ip netns exec "$B" python3 "$INJECT" --src 10.74.0.2 "$@" >/dev/null || rc=1
 	touch /tmp/ferroce_mcast_done
-	wait $! || rc=1
+	wait "$HOLD" || rc=1
 	cat /tmp/ferroce_mcast_hold.log
 	return $rc
 }
@@ -84,8 +91,8 @@ crafted() {
 crafted_checked_once_then_per_member() {
 	local icrc qkey qpn rcvd out g="--dst 239.3.3.3 --qpn 0xffffff"
 	ip -n "$B" route add 224.0.0.0/4 dev vb 2>/dev/null
-	icrc=$(fer0_drops rcvd_drop_bad_icrc) qkey=$(fer0_drops rcvd_drop_bad_qkey)
-	qpn=$(fer0_drops rcvd_drop_bad_qpn)
+	icrc=$(counter fer0 rcvd_drop_bad_icrc) qkey=$(counter fer0 rcvd_drop_bad_qkey)
+	qpn=$(counter fer0 rcvd_drop_bad_qpn)
 	out=$(crafted $g --count 4 bad_icrc) || return 1
 	echo "$out" | sed 's/^/# /'
 	out=$(crafted $g --count 2 --qkey 0x9999 good_ud) || return 1
@@ -93,39 +100,33 @@ crafted_checked_once_then_per_member() {
 	out=$(crafted $g good && crafted --dst 10.74.0.1 --qpn 0xffffff --qkey 0x1234567 good_ud &&
 		crafted --dst 239.3.3.3 --qpn 0x11 --qkey 0x1234567 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
-	rcvd=$(fer0_drops rcvd_pkts)
+	rcvd=$(counter fer0 rcvd_pkts)
 	out=$(crafted $g --count 5 --qkey 0x1234567 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
-	rcvd=$(($(fer0_drops rcvd_pkts) - rcvd))
-	icrc=$(($(fer0_drops rcvd_drop_bad_icrc) - icrc))
-	qkey=$(($(fer0_drops rcvd_drop_bad_qkey) - qkey))
-	qpn=$(($(fer0_drops rcvd_drop_bad_qpn) - qpn))
+	rcvd=$(($(counter fer0 rcvd_pkts) - rcvd))
+	icrc=$(($(counter fer0 rcvd_drop_bad_icrc) - icrc))
+	qkey=$(($(counter fer0 rcvd_drop_bad_qkey) - qkey))
+	qpn=$(($(counter fer0 rcvd_drop_bad_qpn) - qpn))
 	echo "# bad ICRC drops +$icrc (4 sent), bad Q_Key drops +$qkey (2 sent, 3 members)," \
 		"bad QPN drops +$qpn (3 sent), received +$rcvd (5 sent)"
 	[ "$icrc" -eq 4 ] && [ "$qkey" -eq 6 ] && [ "$qpn" -eq 3 ] && [ "$rcvd" -eq 5 ] &&
 		[ "$(echo "$out" | grep -c 'received 5$')" -eq 3 ]
 }
-fer0_drops() { counter fer0 "$1"; }
 ktap_test_result "crafted multicast: ICRC checked once, Q_Key by each member" \
 	crafted_checked_once_then_per_member
 
 # The device goes while QPs of a process are in a group: the netdev leaves the group, the
 # process survives, and a new device works.
 removed_while_attached() {
-	local hold rc left=0
-	rm -f /tmp/ferroce_mcast_ready /tmp/ferroce_mcast_done
-	ip netns exec "$A" "$MCAST" hold fer0 10.74.0.1 239.6.6.6 /tmp/ferroce_mcast_ready \
-		/tmp/ferroce_mcast_done >/tmp/ferroce_mcast_hold.log 2>&1 &
-	hold=$!
-	for _ in $(seq 300); do [ -e /tmp/ferroce_mcast_ready ] && break; sleep 0.1; done
-	ip netns exec "$A" grep -q 060606EF /proc/net/igmp || return 1
+	local rc left=0
+	hold 239.6.6.6 && ip netns exec "$A" grep -q 060606EF /proc/net/igmp || return 1
 	rdma link del fer0 || return 1
 	for _ in $(seq 100); do
 		ip netns exec "$A" grep -q 060606EF /proc/net/igmp || { left=1; break; }
 		sleep 0.1
 	done
 	touch /tmp/ferroce_mcast_done
-	wait "$hold"
+	wait "$HOLD"
 	rc=$?
 	echo "# the process exited with $rc (its device is gone: not by a signal)"
 	[ "$left" = 1 ] && [ "$rc" -lt 128 ] &&

@@ -53,10 +53,9 @@ pub(crate) fn deliver(data: &FerroceDevice, skb: SkBuff, looped: bool) {
         return deliver_multicast(data, skb, pkt, looped);
     }
     // A packet to a group names no QP but the multicast one (IBA 10.5.2.2).
-    let qp = match pkt.is_for_group() {
-        false => data.qps.get(pkt.bth.dest_qpn),
-        true => None,
-    };
+    let qp = (!pkt.is_for_group())
+        .then(|| data.qps.get(pkt.bth.dest_qpn))
+        .flatten();
     match qp {
         Some(qp) => QpShared::receive(&qp, skb, pkt, looped, counters),
         // The ICRC decides whether this was a packet for no one or a corrupt one.
@@ -187,12 +186,9 @@ impl RxHeaders {
         self.bth.dest_qpn == MULTICAST_QPN
     }
 
-    /// Whether the destination address is a multicast one (224.0.0.0/4, ff00::/8).
+    /// Whether the destination address is a multicast one.
     pub(crate) fn is_for_group(&self) -> bool {
-        match self.ip_len {
-            IPV4_HDR_LEN => self.ip[16] & 0xf0 == 0xe0,
-            _ => self.ip[24] == 0xff,
-        }
+        crate::ah::is_multicast(&self.dgid())
     }
 
     /// The destination address as a GID (IPv4-mapped for IPv4).
