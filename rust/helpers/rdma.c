@@ -35,6 +35,12 @@ __rust_helper int rust_helper_xa_insert(struct xarray *xa, unsigned long index, 
 	return xa_insert(xa, index, entry, gfp);
 }
 
+__rust_helper void *rust_helper_xa_cmpxchg(struct xarray *xa, unsigned long index, void *old,
+					   void *entry, gfp_t gfp)
+{
+	return xa_cmpxchg(xa, index, old, entry, gfp);
+}
+
 #include <rdma/ib_verbs.h>
 
 __rust_helper bool rust_helper_rdma_protocol_roce(const struct ib_device *device, u32 port_num)

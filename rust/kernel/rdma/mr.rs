@@ -29,6 +29,19 @@ pub struct MrKeys {
     pub rkey: u32,
 }
 
+/// What a reregistration (`ibv_rereg_mr`, `IB_MR_REREG_*`) changes in a user region, in place.
+#[derive(Clone, Copy, Debug)]
+pub struct MrRereg {
+    /// `IB_MR_REREG_PD`: the region moves to the PD passed beside this (the core moves the
+    /// `ib_mr`'s own pointer and the PDs' use counts once the provider agreed).
+    pub pd: bool,
+    /// `IB_MR_REREG_ACCESS`: the new `IB_ACCESS_*`, checked by the core as at registration.
+    pub access: Option<u32>,
+    /// `IB_MR_REREG_TRANS`: other memory, which this abstraction does not pass on yet; a
+    /// provider refuses it.
+    pub translation: bool,
+}
+
 #[repr(C)]
 #[pin_data]
 struct MrObject<T: Driver> {
@@ -88,6 +101,33 @@ fn new_mr<T: Driver>(
         (*ib).rkey = keys.rkey;
     }
     Ok(ib)
+}
+
+/// `ops.rereg_user_mr`, in place: the provider's keys replace the `ib_mr`'s.
+///
+/// # Safety
+///
+/// `mr` came from [`reg_user`] for `T`, and no other verb uses it during the call (uverbs holds
+/// its uobject for writing); `pd` is a live PD of the same device, held for the call.
+pub(crate) unsafe fn rereg_user<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    pd: *mut bindings::ib_pd,
+    change: &MrRereg,
+) -> Result {
+    // SAFETY: `mr` is a `MrObject<T>` from `new_mr` (this function's `# Safety`), alive for the
+    // call.
+    let data = unsafe { &(*mr.cast::<MrObject<T>>()).data };
+    // SAFETY: `pd` is a live PD of `T`, made by `pd::init`; the reference ends with the call.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    let keys = T::rereg_user_mr(data, pd, change)?;
+    // SAFETY: `mr` is live, and no other verb changes it meanwhile (this function's `# Safety`).
+    // The resource tracker's netlink dump may read the keys meanwhile: whole-word volatile
+    // writes, as the core's `WRITE_ONCE` of the region's `pd` beside them.
+    unsafe {
+        (&raw mut (*mr).lkey).write_volatile(keys.lkey);
+        (&raw mut (*mr).rkey).write_volatile(keys.rkey);
+    }
+    Ok(())
 }
 
 /// `ops.get_dma_mr`.

@@ -11,7 +11,7 @@ use super::{
     device::{Device, DeviceModify},
     mad::{self, MadResult, MAD_LEN},
     mmap,
-    mr::{self, MrKeys, MrRequest},
+    mr::{self, MrKeys, MrRequest, MrRereg},
     mw::{self, MwType},
     pd::{self, Pd},
     qp::{self, AhAttr, AttrMask, Qp, QpAttr, QpCreated, QpInit, QpQuery},
@@ -93,6 +93,12 @@ pub trait Driver: Sized + 'static {
         pd: &Pd<Self>,
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Changes a user region in place: moves it to `pd` (its PD, or the one it moves to) and
+    /// changes its access, as `change` says; returns its keys, which may change.
+    fn rereg_user_mr(_mr: &Self::Mr, _pd: &Pd<Self>, _change: &MrRereg) -> Result<MrKeys> {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates a memory window of `ty` in `pd`; returns its first R_Key and its data.
     fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)>;
@@ -448,6 +454,37 @@ impl<T: Driver> OpsVTable<T> {
         // `reg_mr` holds it by its uobject (a kernel caller by its reference) for the call.
         match unsafe { mr::reg_user::<T>(pd, &req, dmah) } {
             Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibmr` came from `reg_user_mr`; `pd` is a live PD of the same device.
+    unsafe extern "C" fn rereg_user_mr(
+        ibmr: *mut bindings::ib_mr,
+        flags: c_int,
+        _start: u64,
+        _length: u64,
+        _iova: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // CAST: A bit mask.
+        let has = |flag: u32| flags as u32 & flag != 0;
+        let change = MrRereg {
+            pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD),
+            // CAST: Access flags are a bit mask.
+            access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS).then_some(access as u32),
+            translation: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS),
+        };
+        // SAFETY: Only uverbs' `rereg_mr` calls this, with a user region of ours (kernel ones have
+        // no uobject), which it holds for writing, and the PD the region is to be in, held for
+        // reading (or the region's own).
+        match unsafe { mr::rereg_user::<T>(ibmr, pd, &change) } {
+            // NULL: changed in place, the core keeps the `ib_mr`.
+            Ok(()) => core::ptr::null_mut(),
             Err(e) => e.to_ptr(),
         }
     }
@@ -915,6 +952,11 @@ impl<T: Driver> OpsVTable<T> {
         size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),
+        rereg_user_mr: if T::HAS_REREG_USER_MR {
+            Some(Self::rereg_user_mr)
+        } else {
+            None
+        },
         alloc_mw: Some(Self::alloc_mw),
         dealloc_mw: Some(Self::dealloc_mw),
         size_ib_mw: mw::alloc_size::<T>(),

@@ -149,6 +149,48 @@ impl<T: Send + Sync> Pool<T> {
         Some(unsafe { Arc::from_raw(ptr.cast::<T>()) })
     }
 
+    /// Puts `value` in the place of the object numbered `index` (`ENOENT` if there is none, and
+    /// `EBUSY` if another call changed it meanwhile); returns the old object once no lookup
+    /// still holds it without its own reference. Lookups find one or the other, never neither.
+    /// Sleeps (for an RCU grace period).
+    pub fn replace(&self, index: u32, value: Arc<T>, gfp: crate::alloc::Flags) -> Result<Arc<T>> {
+        let old = {
+            let _rcu = rcu::read_lock();
+            // SAFETY: `xa` is initialised; `xa_load` may be called under RCU from any context.
+            unsafe { bindings::xa_load(self.xa.get(), index as usize) }
+        };
+        if old.is_null() {
+            return Err(ENOENT);
+        }
+        let new = Arc::into_raw(value);
+        // SAFETY: `xa` is initialised; the entry is exchanged only if it still is `old`, which
+        // is then ours (type invariant), and `new`'s reference passes to the entry.
+        let prev = unsafe {
+            bindings::xa_cmpxchg(
+                self.xa.get(),
+                index as usize,
+                old,
+                new.cast_mut().cast(),
+                gfp.as_raw(),
+            )
+        };
+        if prev != old {
+            // SAFETY: Not stored: the reference is still ours.
+            drop(unsafe { Arc::from_raw(new) });
+            // SAFETY: `xa_err` only inspects the value.
+            let err = unsafe { bindings::xa_err(prev) };
+            return Err(if err < 0 {
+                Error::from_errno(err)
+            } else {
+                EBUSY
+            });
+        }
+        rcu::synchronize_rcu();
+        // SAFETY: The entry owned this reference (type invariant); replaced, it is ours now, and
+        // the grace period above ended every lookup that could have seen it.
+        Ok(unsafe { Arc::from_raw(old.cast::<T>()) })
+    }
+
     /// The numbers this pool hands out.
     pub fn range(&self) -> &RangeInclusive<u32> {
         &self.range

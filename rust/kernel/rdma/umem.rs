@@ -18,6 +18,7 @@ use core::{ptr::NonNull, sync::atomic::AtomicU64};
 /// bytes long.
 pub struct UserMem {
     umem: NonNull<bindings::ib_umem>,
+    start: u64,
     pages: KVVec<NonNull<bindings::page>>,
     offset: usize,
     len: usize,
@@ -50,6 +51,7 @@ impl UserMem {
         let writable = unsafe { umem.as_ref().writable() } != 0;
         let mut this = Self {
             umem,
+            start: addr,
             pages: KVVec::new(),
             offset: addr_ul % bindings::PAGE_SIZE,
             len: len_sz,
@@ -88,6 +90,16 @@ impl UserMem {
     /// Whether the region is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Where the region starts in the address space of the process that pinned it.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Whether the pages were pinned for writing (as for any access a write may come through).
+    pub fn writable(&self) -> bool {
+        self.writable
     }
 
     /// Calls `f` with each mapped piece of `[offset, offset + len)`, in order.
