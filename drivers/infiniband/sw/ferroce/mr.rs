@@ -11,7 +11,7 @@ use kernel::{
     prelude::*,
     random,
     rdma::{
-        mr::{MrKeys, MrRequest},
+        mr::{MrKeys, MrRequest, MrRereg},
         pd::Pd,
         pool::Pool,
         umem::UserMem,
@@ -36,7 +36,8 @@ pub(crate) struct MrState {
     pub(crate) pd: usize,
     pub(crate) access: u32,
     pub(crate) iova: u64,
-    pub(crate) mem: UserMem,
+    /// Shared with the states that replace this one when the region is reregistered.
+    pub(crate) mem: Arc<UserMem>,
     /// Which registration this is, among all of the device's: a window bound to it names it
     /// by key and serial, and a later region with the same key is not it.
     pub(crate) serial: u64,
@@ -98,6 +99,16 @@ impl MrTable {
         (state.lkey.load(Ordering::Acquire) == key && state.live()).then_some(state)
     }
 
+    /// Puts `state` in the place of the region of `key`; once this returns, no packet or WR
+    /// uses the old state. Sleeps.
+    fn replace(&self, key: u32, state: Arc<MrState>) -> Result {
+        state.lkey.store(key, Ordering::Release);
+        // The old state's last reference, dropped after the grace period: its pages, if they
+        // are not the new state's too, are unpinned here, in process context.
+        drop(self.regions.replace(key >> 8, state, GFP_KERNEL)?);
+        Ok(())
+    }
+
     /// Takes the region of `key` out; once this returns, no packet or WR finds or uses it.
     /// Sleeps.
     fn remove(&self, key: u32) {
@@ -126,29 +137,79 @@ impl FerroceMr {
             return Err(EINVAL);
         }
         let dev = pd.device();
-        let mem = UserMem::pin(dev, req.start, req.length, req.access)?;
+        let mem = Arc::new(
+            UserMem::pin(dev, req.start, req.length, req.access)?,
+            GFP_KERNEL,
+        )?;
         let table = dev.data().mrs.clone();
-        let state = Arc::new(
+        let state = table.state(pd, req.access, req.iova, mem)?;
+        let key = table.insert(state)?;
+        Ok((keys(key, req.access), Ok(Self { table, key })))
+    }
+
+    /// Moves the region to `pd` and gives it new access rights, as `change` asks, in place:
+    /// the keys stay (the rkey is 0 without remote access). A new state replaces the old one
+    /// in the table, so a packet sees one or the other; windows bound to the region stop
+    /// giving access, as they would to a new region. Memory pinned read-only is pinned again
+    /// for writing if the new rights need it. Sleeps.
+    pub(crate) fn rereg(&self, pd: &Pd<Ferroce>, change: &MrRereg) -> Result<MrKeys> {
+        if change.translation {
+            return Err(EOPNOTSUPP);
+        }
+        let old = self.table.get(self.key).ok_or(EINVAL)?;
+        let rights = change.access.unwrap_or(old.access);
+        let mem = if access_writable(rights) && !old.mem.writable() {
+            let pinned = UserMem::pin(pd.device(), old.mem.start(), old.mem.len() as u64, rights)?;
+            Arc::new(pinned, GFP_KERNEL)?
+        } else {
+            old.mem.clone()
+        };
+        let state = self.table.state(pd, rights, old.iova, mem)?;
+        drop(old);
+        self.table.replace(self.key, state)?;
+        Ok(keys(self.key, rights))
+    }
+}
+
+impl MrTable {
+    /// A new region's state, with the next serial; not in the table yet.
+    fn state(
+        &self,
+        pd: &Pd<Ferroce>,
+        rights: u32,
+        iova: u64,
+        mem: Arc<UserMem>,
+    ) -> Result<Arc<MrState>> {
+        Ok(Arc::new(
             MrState {
                 pd: pd.id(),
-                access: req.access,
-                iova: req.iova,
+                access: rights,
+                iova,
                 mem,
-                serial: table.serial.fetch_add(1, Ordering::Relaxed),
+                serial: self.serial.fetch_add(1, Ordering::Relaxed),
                 lkey: AtomicU32::new(0),
                 live: AtomicBool::new(true),
             },
             GFP_KERNEL,
-        )?;
-        let key = table.insert(state)?;
-        // A region a peer may only FLUSH has a remote key too.
-        let rkey = if req.access & (access::REMOTE | access::FLUSH) != 0 {
-            key
-        } else {
-            0
-        };
-        Ok((MrKeys { lkey: key, rkey }, Ok(Self { table, key })))
+        )?)
     }
+}
+
+/// The keys of the region of `key` with `rights`: a region a peer may only FLUSH has a remote
+/// key too.
+fn keys(key: u32, rights: u32) -> MrKeys {
+    let remote = rights & (access::REMOTE | access::FLUSH) != 0;
+    MrKeys {
+        lkey: key,
+        rkey: if remote { key } else { 0 },
+    }
+}
+
+/// Whether `rights` let anything write the region (`ib_access_writable`): the pages must be
+/// pinned for writing.
+fn access_writable(rights: u32) -> bool {
+    rights & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND)
+        != 0
 }
 
 impl FerroceMr {

@@ -25,7 +25,7 @@ use kernel::{
         cq::{Cq, CqAttr, NotifyFlags},
         device::{Device, DeviceModify},
         mad::{MadResult, MAD_LEN},
-        mr::{MrKeys, MrRequest},
+        mr::{MrKeys, MrRequest, MrRereg},
         mw::MwType,
         ops::Driver,
         pd::Pd,
@@ -138,6 +138,10 @@ impl Driver for Ferroce {
         req: &MrRequest,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
         FerroceMr::register(pd, req)
+    }
+
+    fn rereg_user_mr(mr: &Self::Mr, pd: &Pd<Self>, change: &MrRereg) -> Result<MrKeys> {
+        mr.rereg(pd, change)
     }
 
     fn create_srq(

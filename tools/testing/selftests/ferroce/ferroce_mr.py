@@ -4,22 +4,38 @@
 
 Registration pins the pages and hands out keys; these tests check the keys (distinct, rkey only
 with remote access, a freed key not immediately reused, key bits not predictable) and the
-refusals (zero length, bad access flags, memory the process does not have).
+refusals (zero length, bad access flags, memory the process does not have), and
+reregistration (PD and access changed in place; QPs of DEV on ADDR move the data).
+
+  ferroce_mr.py DEV ADDR
 """
 
+import ctypes
 import errno
+import os
+import struct
 import sys
 import unittest
 
+import pyverbs.enums as e
 from pyverbs.device import Context
 from pyverbs.enums import (IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ,
                            IBV_ACCESS_REMOTE_WRITE)
-from pyverbs.mr import MR
+from pyverbs.mr import MR, MW, MWBind, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
+from pyverbs.wr import SGE, SendWR
 
-DEV = sys.argv.pop(1) if len(sys.argv) > 1 else "fer0"
+if len(sys.argv) != 3:
+    sys.exit(__doc__)
+DEV, ADDR = sys.argv[1:3]
+del sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ferroce_pyverbs import MR_LEN, Endpoint, connect, poll  # noqa: E402
+
 LW, RW, RR = IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_READ
+IB_USER_VERBS_CMD_REREG_MR = 11  # enum ib_uverbs_write_cmds
+REREG_TRANS, REREG_PD, REREG_ACCESS = 1, 2, 4  # enum ib_mr_rereg_flags
 
 
 class MrTest(unittest.TestCase):
@@ -85,6 +101,130 @@ class MrTest(unittest.TestCase):
         for _ in range(64):
             with MR(self.pd, 16 << 20, LW) as mr:
                 self.assertNotEqual(mr.lkey, 0)
+
+
+def rereg(ctx, mr, flags, pd=None, access=0):
+    """ibv_rereg_mr as the kernel takes it (rdma-core's rxe provider has no rereg_mr): the
+    REREG_MR command (struct ib_uverbs_rereg_mr) on the context's file; returns (lkey, rkey)."""
+    resp = ctypes.create_string_buffer(8)
+    body = struct.pack("=QIIQQQII", ctypes.addressof(resp), mr.handle, flags, 0, 0, 0,
+                       pd.handle if pd else 0, access)
+    os.write(ctx.cmd_fd, struct.pack("=IHH", IB_USER_VERBS_CMD_REREG_MR, (8 + len(body)) // 4,
+                                     len(resp) // 4) + body)
+    return struct.unpack("=II", resp.raw)
+
+
+class Rereg(unittest.TestCase):
+    """A region of B changes PD or rights in place; A's RDMA WRITEs (over DEV's own address)
+    land or are refused accordingly."""
+
+    def setUp(self):
+        self.a = Endpoint(DEV, ADDR)
+        self.b = Endpoint(DEV, ADDR)
+        connect(self.a.qp, ADDR, self.a.gid_index, self.b.qp.qp_num)
+        connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
+        self.objs = []
+
+    def tearDown(self):
+        for o in reversed(self.objs):
+            o.close()
+        self.a.close()
+        self.b.close()
+
+    def keep(self, obj):
+        self.objs.append(obj)
+        return obj
+
+    def write(self, rkey, target, data):
+        """A's RDMA WRITE of DATA to TARGET's start; returns its completion status."""
+        self.a.mr.write(data, len(data))
+        wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                    sg=[SGE(self.a.mr.buf, len(data), self.a.mr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        wr.set_wr_rdma(rkey, target.buf)
+        self.a.qp.post_send(wr)
+        wcs = poll(self.a.cq, 1)
+        self.assertEqual(len(wcs), 1)
+        return wcs[0].status
+
+    def test_rights_given_and_taken_back(self):
+        target = self.keep(MR(self.b.pd, MR_LEN, LW))
+        key = target.lkey
+        self.assertEqual(target.rkey, 0)
+        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW | RW), (key, key))
+        self.assertEqual(self.write(key, target, b"\x11" * 32), e.IBV_WC_SUCCESS)
+        self.assertEqual(target.read(32, 0), b"\x11" * 32)
+        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW), (key, 0))
+        self.assertEqual(self.write(key, target, b"\x22" * 32), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(32, 0), b"\x11" * 32)
+
+    def test_memory_pinned_read_only_is_pinned_again_for_writing(self):
+        # Never written by the process: read-only pinning may have taken the shared zero page,
+        # which a write must not reach; the process sees the data in its own pages.
+        buf = self.keep(AnonymousMemory(MR_LEN))
+        target = self.keep(MR(self.b.pd, MR_LEN, 0, address=buf.address))
+        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW | RW)[1],
+                         target.lkey)
+        self.assertEqual(self.write(target.lkey, target, b"\x33" * 64), e.IBV_WC_SUCCESS)
+        self.assertEqual(ctypes.string_at(buf.address, 64), b"\x33" * 64)
+        self.assertEqual(ctypes.string_at(buf.address + 64, 64), bytes(64))
+
+    def test_a_region_moved_between_pds(self):
+        other = self.keep(PD(self.b.ctx))
+        target = self.keep(MR(other, MR_LEN, LW | RW))
+        key = target.rkey
+        self.assertEqual(rereg(self.b.ctx, target, REREG_PD, pd=self.b.pd), (key, key))
+        self.assertEqual(self.write(key, target, b"\x44" * 16), e.IBV_WC_SUCCESS)
+        self.assertEqual(target.read(16, 0), b"\x44" * 16)
+        # Both at once, back to the other PD (and read-only for peers): B's QP may not use it.
+        self.assertEqual(rereg(self.b.ctx, target, REREG_PD | REREG_ACCESS, pd=other,
+                               access=LW | RR), (key, key))
+        self.assertEqual(self.write(key, target, b"\x55" * 16), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(16, 0), b"\x44" * 16)
+
+    def test_refusals_change_nothing(self):
+        target = self.keep(MR(self.b.pd, MR_LEN, LW | RW))
+        cases = [("new memory (not supported)", REREG_TRANS, LW, errno.EOPNOTSUPP),
+                 ("no change asked", 0, LW, errno.EINVAL),
+                 ("remote write without local write", REREG_ACCESS, RW, errno.EINVAL),
+                 ("an unknown flag", 8, LW, errno.EOPNOTSUPP)]
+        for what, flags, access, err in cases:
+            with self.assertRaises(OSError, msg=what) as ctx:
+                rereg(self.b.ctx, target, flags, access=access)
+            self.assertEqual(ctx.exception.errno, err, what)
+        self.assertEqual(self.write(target.rkey, target, b"\x66" * 8), e.IBV_WC_SUCCESS)
+        self.assertEqual(target.read(8, 0), b"\x66" * 8)
+
+    def test_a_bound_window_gives_no_access_after_reregistration(self):
+        rights = LW | e.IBV_ACCESS_MW_BIND
+        target = self.keep(MR(self.b.pd, MR_LEN, rights))
+        mw = self.keep(MW(self.b.pd, e.IBV_MW_TYPE_1))
+        info = MWBindInfo(target, target.buf, 64, RW)
+        self.b.qp.bind_mw(mw, MWBind(info, e.IBV_SEND_SIGNALED))
+        self.assertEqual([w.status for w in poll(self.b.cq, 1)], [e.IBV_WC_SUCCESS])
+        self.assertEqual(self.write(mw.rkey, target, b"\x77" * 8), e.IBV_WC_SUCCESS)
+        # The same rights again: still a new registration, which the window was not bound to.
+        rereg(self.b.ctx, target, REREG_ACCESS, access=rights)
+        self.assertEqual(self.write(mw.rkey, target, b"\x88" * 8), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(8, 0), b"\x77" * 8)
+
+
+class AnonymousMemory:
+    """LENGTH bytes of fresh anonymous memory, never touched by this process."""
+
+    def __init__(self, length):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long)
+        self.libc, self.length = libc, length
+        # PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS
+        self.address = libc.mmap(None, length, 3, 0x22, -1, 0)
+        assert self.address not in (None, ctypes.c_void_p(-1).value)
+
+    def close(self):
+        self.libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+        self.libc.munmap(self.address, self.length)
 
 
 if __name__ == "__main__":

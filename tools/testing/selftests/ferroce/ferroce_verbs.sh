@@ -34,8 +34,8 @@ rdma link add fer0 type rxe netdev fvv0 || ktap_exit_fail_msg "rdma link add fai
 
 ktap_test_result "CQ rings: sizes, limits, polling, arming, resize (ferroce_cq.py)" \
 	"$PY" "$DIR/ferroce_cq.py" fer0
-ktap_test_result "memory regions: keys, access, refusals, unpinning (ferroce_mr.py)" \
-	"$PY" "$DIR/ferroce_mr.py" fer0
+ktap_test_result "memory regions: keys, access, refusals, unpinning, reregistration (ferroce_mr.py)" \
+	"$PY" "$DIR/ferroce_mr.py" fer0 192.0.2.11
 ktap_test_result "queue pairs: rings, numbers, state machine, query (ferroce_qp.py)" \
 	"$PY" "$DIR/ferroce_qp.py" fer0
 ktap_test_result "error state flushes posted WRs into the CQ rings; scribbled rings (ferroce_flush.py)" \
