@@ -60,6 +60,34 @@ pub(crate) unsafe fn create<T: Driver>(
     unsafe { Object::<T>::init(ah, data) }
 }
 
+/// `ops.query_ah`: the provider's answer, with the port of the AH's source GID.
+///
+/// # Safety
+///
+/// `ah` was initialised by [`create`] and is not destroyed during the call; `out` is valid for
+/// writes.
+pub(crate) unsafe fn query<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    out: *mut bindings::rdma_ah_attr,
+) -> Result {
+    // SAFETY: `ah` was initialised by `create` and outlives the call (this function's
+    // `# Safety`).
+    let this = unsafe { Ah::<T>::from_raw(ah) };
+    let attr = T::query_ah(this)?;
+    // SAFETY: `ah` is live; the core set `sgid_attr` when it created it (a RoCE AH always has
+    // one) and holds it until the AH is destroyed.
+    let port = unsafe {
+        match (*ah).sgid_attr.as_ref() {
+            Some(sgid) => sgid.port_num,
+            None => bindings::rdma_start_port((*ah).device),
+        }
+    };
+    // SAFETY: `out` is valid for writes (this function's `# Safety`); `rdma_query_ah()` cleared
+    // its `sgid_attr`, which stays so (the caller holds no reference to one).
+    attr.write_to(unsafe { &mut *out }, port);
+    Ok(())
+}
+
 /// Drops the provider data before the core frees the object.
 ///
 /// # Safety

@@ -5,7 +5,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{
-    ah,
+    ah::{self, Ah},
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     cq::{self, Cq, CqAttr, NotifyFlags},
     device::{Device, DeviceModify},
@@ -146,6 +146,12 @@ pub trait Driver: Sized + 'static {
         attr: &AhAttr,
         udata: Option<&mut Udata<'_>>,
     ) -> Result<impl PinInit<Self::Ah, Error>>;
+
+    /// Reports an address handle's path, as it was created (`rdma_query_ah`; kernel consumers
+    /// only: uverbs has no such command).
+    fn query_ah(_ah: &Ah<Self>) -> Result<AhAttr> {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// User space posted to the send queue ring.
     fn doorbell(qp: &Qp<Self>) -> Result;
@@ -713,6 +719,21 @@ impl<T: Driver> OpsVTable<T> {
 
     /// # Safety
     ///
+    /// `ibah` was initialised by `create_ah`; `attr` is valid for writes.
+    unsafe extern "C" fn query_ah(
+        ibah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: `rdma_query_ah()` passes an AH of ours, which its caller holds for the call,
+            // and the caller's attribute.
+            unsafe { ah::query::<T>(ibah, attr)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// `ibah` was initialised by `create_ah`; the core frees it after this returns 0.
     unsafe extern "C" fn destroy_ah(ibah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: `ibah` was set up by our `create_ah`; `rdma_destroy_ah_user()` frees it after
@@ -948,6 +969,11 @@ impl<T: Driver> OpsVTable<T> {
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),
         destroy_ah: Some(Self::destroy_ah),
+        query_ah: if T::HAS_QUERY_AH {
+            Some(Self::query_ah)
+        } else {
+            None
+        },
         size_ib_ah: ah::alloc_size::<T>(),
         size_ib_qp: qp::alloc_size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr),

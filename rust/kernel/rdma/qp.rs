@@ -301,7 +301,7 @@ impl AhAttr {
         }
     }
 
-    fn write_to(&self, a: &mut bindings::rdma_ah_attr, port: u32) {
+    pub(crate) fn write_to(&self, a: &mut bindings::rdma_ah_attr, port: u32) {
         a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
         a.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
         a.port_num = port;
