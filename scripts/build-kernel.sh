@@ -76,13 +76,20 @@ make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$crxe" CONFIG_RDMA_RXE=m modul
 	|| { tail -n 20 "$build/rxe-c.log" >&2; die "C rxe build failed"; }
 [ -f "$crxe/rdma_rxe.ko" ] || die "C rxe's rdma_rxe.ko was not built"
 
-step "build the selftests' stand-in hardware RoCE device"
-standin="$build/roce-standin"
-mkdir -p "$standin"
-rsync -rlc "$tree/tools/testing/selftests/ferroce/roce_standin/" "$standin/"
-make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$standin" modules >"$build/roce-standin.log" 2>&1 \
-	|| { tail -n 20 "$build/roce-standin.log" >&2; die "roce_standin build failed"; }
-[ -f "$standin/roce_standin.ko" ] || die "roce_standin.ko was not built"
+# test_module DIR OUT MODULE: builds the selftests' module in DIR (under the ferroce selftests)
+# into $build/OUT.
+test_module() {
+	local out="$build/$2"
+	mkdir -p "$out"
+	rsync -rlc "$tree/tools/testing/selftests/ferroce/$1/" "$out/"
+	make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" M="$out" modules >"$out.log" 2>&1 \
+		|| { tail -n 20 "$out.log" >&2; die "$3 build failed"; }
+	[ -f "$out/$3.ko" ] || die "$3.ko was not built"
+}
+
+step "build the selftests' modules: a stand-in hardware RoCE device, a kernel verbs client"
+test_module roce_standin roce-standin roce_standin
+test_module kverbs kverbs ferroce_kverbs
 
 echo "$build" >"$FERROCE_CACHE/current-build"
 echo "$tree" >"$FERROCE_CACHE/current-tree"

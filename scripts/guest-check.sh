@@ -102,6 +102,8 @@ kunit
 export FERROCE_C_RXE=$c_rxe
 # A stand-in for a hardware RoCE device (ferroce_hw.sh).
 export FERROCE_ROCE_STANDIN=$build/roce-standin/roce_standin.ko
+# Checks of verbs only kernel consumers reach (ferroce_verbs.sh).
+export FERROCE_KVERBS=$build/kverbs/ferroce_kverbs.ko
 # The Makefile's TEST_PROGS (other scripts there are helpers, e.g. one side of the interop test);
 # scripts/expected-results says which must have run.
 # wanted SUITE SCRIPT: whether this run includes SCRIPT (make check-quick: only the groups

@@ -142,12 +142,19 @@ pub(crate) struct FerroceAh {
     table: Arc<AhTable>,
     num: u32,
     state: Arc<AhState>,
+    /// As created, for `rdma_query_ah`.
+    attr: AhAttr,
 }
 
 impl FerroceAh {
     /// What the send path needs of this AH.
     pub(crate) fn state(&self) -> Arc<AhState> {
         self.state.clone()
+    }
+
+    /// The attributes it was created with.
+    pub(crate) fn attr(&self) -> AhAttr {
+        self.attr
     }
 }
 
@@ -174,7 +181,12 @@ impl FerroceAh {
         // Kernel consumers (the CM) create AHs under spinlocks: nothing here may sleep.
         let state = Arc::new(AhState { pd: pd.id(), av }, GFP_ATOMIC)?;
         let num = table.insert(state.clone())?;
-        let this = Self { table, num, state };
+        let this = Self {
+            table,
+            num,
+            state,
+            attr: *attr,
+        };
         if let Some(udata) = udata {
             let mut resp = [0u8; CREATE_AH_RESP_SIZE];
             resp[..4].copy_from_slice(&num.to_ne_bytes());

@@ -18,6 +18,7 @@ use crate::{
 use kernel::{
     prelude::*,
     rdma::{
+        ah::Ah,
         attr::{
             core_cap, driver_id, port_cap, DeviceAttrs, Mtu, PhysState, PortAttrs, PortImmutable,
             PortState, MGMT_MAD_SIZE,
@@ -192,6 +193,10 @@ impl Driver for Ferroce {
         udata: Option<&mut Udata<'_>>,
     ) -> Result<impl PinInit<Self::Ah, Error>> {
         FerroceAh::create(pd, attr, udata)
+    }
+
+    fn query_ah(ah: &Ah<Self>) -> Result<AhAttr> {
+        Ok(ah.data().attr())
     }
 
     fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)> {
