@@ -30,6 +30,9 @@ pub struct MrKeys {
 }
 
 /// What a reregistration (`ibv_rereg_mr`, `IB_MR_REREG_*`) changes in a user region, in place.
+/// New memory (`IB_MR_REREG_TRANS`) is not offered: the abstraction refuses it with
+/// `EOPNOTSUPP`, since the core would set the region's `iova` and `length` from values the
+/// provider never saw.
 #[derive(Clone, Copy, Debug)]
 pub struct MrRereg {
     /// `IB_MR_REREG_PD`: the region moves to the PD passed beside this (the core moves the
@@ -37,9 +40,6 @@ pub struct MrRereg {
     pub pd: bool,
     /// `IB_MR_REREG_ACCESS`: the new `IB_ACCESS_*`, checked by the core as at registration.
     pub access: Option<u32>,
-    /// `IB_MR_REREG_TRANS`: other memory, which this abstraction does not pass on yet; a
-    /// provider refuses it.
-    pub translation: bool,
 }
 
 #[repr(C)]
@@ -107,8 +107,8 @@ fn new_mr<T: Driver>(
 ///
 /// # Safety
 ///
-/// `mr` came from [`reg_user`] for `T`, and no other verb uses it during the call (uverbs holds
-/// its uobject for writing); `pd` is a live PD of the same device, held for the call.
+/// `mr` came from [`reg_user`] for `T`, and no other verb changes it during the call (uverbs
+/// holds its uobject for writing); `pd` is a live PD of the same device, held for the call.
 pub(crate) unsafe fn rereg_user<T: Driver>(
     mr: *mut bindings::ib_mr,
     pd: *mut bindings::ib_pd,

@@ -479,11 +479,13 @@ impl<T: Driver> OpsVTable<T> {
     ) -> *mut bindings::ib_mr {
         // CAST: A bit mask.
         let has = |flag: u32| flags as u32 & flag != 0;
+        if has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS) {
+            return EOPNOTSUPP.to_ptr();
+        }
         let change = MrRereg {
             pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD),
             // CAST: Access flags are a bit mask.
             access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS).then_some(access as u32),
-            translation: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS),
         };
         // SAFETY: Only uverbs' `rereg_mr` calls this, with a user region of ours (kernel ones have
         // no uobject), which it holds for writing, and the PD the region is to be in, held for

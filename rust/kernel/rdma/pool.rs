@@ -24,8 +24,8 @@ use core::{marker::PhantomData, ops::RangeInclusive};
 /// # Invariants
 ///
 /// `xa` is an initialised allocating XArray. Every entry is a pointer from `Arc::into_raw` of an
-/// `Arc<T>` that the entry owns; an entry's reference is dropped only after it is erased and an
-/// RCU grace period has passed.
+/// `Arc<T>` that the entry owns; an entry's reference is dropped only after it is erased (or
+/// replaced) and an RCU grace period has passed.
 ///
 /// # Examples
 ///
@@ -149,10 +149,12 @@ impl<T: Send + Sync> Pool<T> {
         Some(unsafe { Arc::from_raw(ptr.cast::<T>()) })
     }
 
-    /// Puts `value` in the place of the object numbered `index` (`ENOENT` if there is none, and
-    /// `EBUSY` if another call changed it meanwhile); returns the old object once no lookup
+    /// Puts `value` in the place of the object numbered `index` (`ENOENT` if there is none,
+    /// `EBUSY` if it was removed or replaced meanwhile); returns the old object once no lookup
     /// still holds it without its own reference. Lookups find one or the other, never neither.
-    /// Sleeps (for an RCU grace period).
+    /// The caller keeps other calls off `index` meanwhile: one that removed the object and
+    /// stored another at the same address would see that one replaced (a reference count stays
+    /// right either way). Sleeps (for an RCU grace period).
     pub fn replace(&self, index: u32, value: Arc<T>, gfp: crate::alloc::Flags) -> Result<Arc<T>> {
         let old = {
             let _rcu = rcu::read_lock();

@@ -6,7 +6,11 @@
 //! C header: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
 use super::{device::Device, ops::Driver};
-use crate::{bindings, error::from_err_ptr, prelude::*};
+use crate::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    prelude::*,
+};
 use core::{ptr::NonNull, sync::atomic::AtomicU64};
 
 /// User pages pinned for the life of a memory region.
@@ -18,7 +22,6 @@ use core::{ptr::NonNull, sync::atomic::AtomicU64};
 /// bytes long.
 pub struct UserMem {
     umem: NonNull<bindings::ib_umem>,
-    start: u64,
     pages: KVVec<NonNull<bindings::page>>,
     offset: usize,
     len: usize,
@@ -51,7 +54,6 @@ impl UserMem {
         let writable = unsafe { umem.as_ref().writable() } != 0;
         let mut this = Self {
             umem,
-            start: addr,
             pages: KVVec::new(),
             offset: addr_ul % bindings::PAGE_SIZE,
             len: len_sz,
@@ -92,14 +94,15 @@ impl UserMem {
         self.len == 0
     }
 
-    /// Where the region starts in the address space of the process that pinned it.
-    pub fn start(&self) -> u64 {
-        self.start
-    }
-
-    /// Whether the pages were pinned for writing (as for any access a write may come through).
-    pub fn writable(&self) -> bool {
-        self.writable
+    /// Whether a reregistration may give the region the rights `access` (`IB_ACCESS_*`)
+    /// without new memory: `EACCES` if they write and the pages were pinned read-only, as
+    /// every provider answers (`ib_umem_check_rereg`).
+    pub fn check_rereg_access(&self, access: u32) -> Result {
+        let access = c_int::try_from(access).map_err(|_| EINVAL)?;
+        // CAST: A flag the C enum defines as a small positive value.
+        let flags = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as c_int;
+        // SAFETY: `umem` is live (type invariant); the call only reads it.
+        to_result(unsafe { bindings::ib_umem_check_rereg(self.umem.as_ptr(), flags, access) })
     }
 
     /// Calls `f` with each mapped piece of `[offset, offset + len)`, in order.
