@@ -79,6 +79,28 @@ impl MrTable {
         })
     }
 
+    /// A new region's state, with the next serial; not in the table yet.
+    fn state(
+        &self,
+        pd: &Pd<Ferroce>,
+        rights: u32,
+        iova: u64,
+        mem: Arc<UserMem>,
+    ) -> Result<Arc<MrState>> {
+        Ok(Arc::new(
+            MrState {
+                pd: pd.id(),
+                access: rights,
+                iova,
+                mem,
+                serial: self.serial.fetch_add(1, Ordering::Relaxed),
+                lkey: AtomicU32::new(0),
+                live: AtomicBool::new(true),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
     /// Stores `state` under a free index, and records its key; returns the key.
     fn insert(&self, state: Arc<MrState>) -> Result<u32> {
         // Random, so a host that saw one key cannot guess the next; the index is allocated
@@ -148,68 +170,25 @@ impl FerroceMr {
     }
 
     /// Moves the region to `pd` and gives it new access rights, as `change` asks, in place:
-    /// the keys stay (the rkey is 0 without remote access). A new state replaces the old one
+    /// the keys stay (the rkey is 0 without remote access), the memory too (rights that write
+    /// memory pinned read-only are refused with `EACCES`). A new state replaces the old one
     /// in the table, so a packet sees one or the other; windows bound to the region stop
-    /// giving access, as they would to a new region. Memory pinned read-only is pinned again
-    /// for writing if the new rights need it. Sleeps.
+    /// giving access, as they would to a new region (as they do when it is deregistered).
+    /// Sleeps.
     pub(crate) fn rereg(&self, pd: &Pd<Ferroce>, change: &MrRereg) -> Result<MrKeys> {
-        if change.translation {
-            return Err(EOPNOTSUPP);
-        }
         let old = self.table.get(self.key).ok_or(EINVAL)?;
         let rights = change.access.unwrap_or(old.access);
-        let mem = if access_writable(rights) && !old.mem.writable() {
-            let pinned = UserMem::pin(pd.device(), old.mem.start(), old.mem.len() as u64, rights)?;
-            Arc::new(pinned, GFP_KERNEL)?
-        } else {
-            old.mem.clone()
-        };
-        let state = self.table.state(pd, rights, old.iova, mem)?;
+        // Nothing changes (the core drops `IB_MR_REREG_PD` for the region's own PD): the
+        // region, and the windows bound to it, stay as they are.
+        if old.pd == pd.id() && old.access == rights {
+            return Ok(keys(self.key, rights));
+        }
+        old.mem.check_rereg_access(rights)?;
+        let state = self.table.state(pd, rights, old.iova, old.mem.clone())?;
         drop(old);
         self.table.replace(self.key, state)?;
         Ok(keys(self.key, rights))
     }
-}
-
-impl MrTable {
-    /// A new region's state, with the next serial; not in the table yet.
-    fn state(
-        &self,
-        pd: &Pd<Ferroce>,
-        rights: u32,
-        iova: u64,
-        mem: Arc<UserMem>,
-    ) -> Result<Arc<MrState>> {
-        Ok(Arc::new(
-            MrState {
-                pd: pd.id(),
-                access: rights,
-                iova,
-                mem,
-                serial: self.serial.fetch_add(1, Ordering::Relaxed),
-                lkey: AtomicU32::new(0),
-                live: AtomicBool::new(true),
-            },
-            GFP_KERNEL,
-        )?)
-    }
-}
-
-/// The keys of the region of `key` with `rights`: a region a peer may only FLUSH has a remote
-/// key too.
-fn keys(key: u32, rights: u32) -> MrKeys {
-    let remote = rights & (access::REMOTE | access::FLUSH) != 0;
-    MrKeys {
-        lkey: key,
-        rkey: if remote { key } else { 0 },
-    }
-}
-
-/// Whether `rights` let anything write the region (`ib_access_writable`): the pages must be
-/// pinned for writing.
-fn access_writable(rights: u32) -> bool {
-    rights & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND)
-        != 0
 }
 
 impl FerroceMr {
@@ -242,5 +221,15 @@ impl FerroceMr {
 impl Drop for FerroceMr {
     fn drop(&mut self) {
         self.table.remove(self.key);
+    }
+}
+
+/// The keys of the region of `key` with `rights`: a region a peer may only FLUSH has a remote
+/// key too.
+fn keys(key: u32, rights: u32) -> MrKeys {
+    let remote = rights & (access::REMOTE | access::FLUSH) != 0;
+    MrKeys {
+        lkey: key,
+        rkey: if remote { key } else { 0 },
     }
 }

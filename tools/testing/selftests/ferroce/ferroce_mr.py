@@ -15,6 +15,7 @@ import errno
 import os
 import struct
 import sys
+import threading
 import unittest
 
 import pyverbs.enums as e
@@ -115,15 +116,26 @@ def rereg(ctx, mr, flags, pd=None, access=0):
 
 
 class Rereg(unittest.TestCase):
-    """A region of B changes PD or rights in place; A's RDMA WRITEs (over DEV's own address)
-    land or are refused accordingly."""
+    """A region of B changes PD or rights in place; A's RDMA WRITEs and READs (over DEV's own
+    address) land or are refused accordingly."""
 
     def setUp(self):
         self.a = Endpoint(DEV, ADDR)
         self.b = Endpoint(DEV, ADDR)
+        self.objs = []
+        self.connect()
+
+    def connect(self):
         connect(self.a.qp, ADDR, self.a.gid_index, self.b.qp.qp_num)
         connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
-        self.objs = []
+
+    def again(self):
+        """New QPs (the last refusal took A's to the error state), same PDs and regions."""
+        for ep in (self.a, self.b):
+            self.objs.append(ep.qp)
+            ep.qp = ep.new_qp()
+            ep.to_init(4)
+        self.connect()
 
     def tearDown(self):
         for o in reversed(self.objs):
@@ -135,17 +147,32 @@ class Rereg(unittest.TestCase):
         self.objs.append(obj)
         return obj
 
-    def write(self, rkey, target, data):
-        """A's RDMA WRITE of DATA to TARGET's start; returns its completion status."""
-        self.a.mr.write(data, len(data))
-        wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                    sg=[SGE(self.a.mr.buf, len(data), self.a.mr.lkey)],
+    def rdma(self, opcode, rkey, target, length, data=None, at=0):
+        """A's RDMA WRITE of DATA (or READ of LENGTH bytes) at TARGET's start + AT; returns
+        its completion status."""
+        if data is not None:
+            self.a.mr.write(data, length)
+        wr = SendWR(wr_id=1, opcode=opcode, num_sge=1,
+                    sg=[SGE(self.a.mr.buf, length, self.a.mr.lkey)],
                     send_flags=e.IBV_SEND_SIGNALED)
-        wr.set_wr_rdma(rkey, target.buf)
+        wr.set_wr_rdma(rkey, target.buf + at)
         self.a.qp.post_send(wr)
-        wcs = poll(self.a.cq, 1)
-        self.assertEqual(len(wcs), 1)
-        return wcs[0].status
+        return self.completion(self.a).status
+
+    def completion(self, ep):
+        """The next completion of EP's QP (skipping what QPs replaced by again() flushed)."""
+        for _ in range(16):
+            wcs = poll(ep.cq, 1)
+            self.assertEqual(len(wcs), 1)
+            if wcs[0].qp_num == ep.qp.qp_num:
+                return wcs[0]
+        raise AssertionError("no completion from the current QP")
+
+    def write(self, rkey, target, data, at=0):
+        return self.rdma(e.IBV_WR_RDMA_WRITE, rkey, target, len(data), data, at)
+
+    def read(self, rkey, target, length):
+        return self.rdma(e.IBV_WR_RDMA_READ, rkey, target, length)
 
     def test_rights_given_and_taken_back(self):
         target = self.keep(MR(self.b.pd, MR_LEN, LW))
@@ -154,33 +181,53 @@ class Rereg(unittest.TestCase):
         self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW | RW), (key, key))
         self.assertEqual(self.write(key, target, b"\x11" * 32), e.IBV_WC_SUCCESS)
         self.assertEqual(target.read(32, 0), b"\x11" * 32)
-        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW), (key, 0))
+        self.assertEqual(self.read(key, target, 32), e.IBV_WC_REM_ACCESS_ERR)
+        self.again()
+        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW | RR), (key, key))
+        self.a.mr.write(bytes(32), 32)
+        self.assertEqual(self.read(key, target, 32), e.IBV_WC_SUCCESS)
+        self.assertEqual(self.a.mr.read(32, 0), b"\x11" * 32)
         self.assertEqual(self.write(key, target, b"\x22" * 32), e.IBV_WC_REM_ACCESS_ERR)
         self.assertEqual(target.read(32, 0), b"\x11" * 32)
+        self.again()
+        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW), (key, 0))
+        self.assertEqual(self.read(key, target, 32), e.IBV_WC_REM_ACCESS_ERR)
 
-    def test_memory_pinned_read_only_is_pinned_again_for_writing(self):
-        # Never written by the process: read-only pinning may have taken the shared zero page,
-        # which a write must not reach; the process sees the data in its own pages.
-        buf = self.keep(AnonymousMemory(MR_LEN))
-        target = self.keep(MR(self.b.pd, MR_LEN, 0, address=buf.address))
-        self.assertEqual(rereg(self.b.ctx, target, REREG_ACCESS, access=LW | RW)[1],
-                         target.lkey)
-        self.assertEqual(self.write(target.lkey, target, b"\x33" * 64), e.IBV_WC_SUCCESS)
-        self.assertEqual(ctypes.string_at(buf.address, 64), b"\x33" * 64)
-        self.assertEqual(ctypes.string_at(buf.address + 64, 64), bytes(64))
+    def test_memory_pinned_read_only_takes_no_writing_rights(self):
+        # Rights that write memory pinned read-only would need new memory: refused (EACCES,
+        # as every provider answers), and the region stays as it was.
+        target = self.keep(MR(self.b.pd, MR_LEN, RR))
+        target.write(b"\x33" * 64, 64)
+        for rights in (LW, LW | RW, LW | RW | RR, LW | e.IBV_ACCESS_REMOTE_ATOMIC,
+                       e.IBV_ACCESS_MW_BIND):
+            with self.assertRaises(OSError) as ctx:
+                rereg(self.b.ctx, target, REREG_ACCESS, access=rights)
+            self.assertEqual(ctx.exception.errno, errno.EACCES, rights)
+        self.assertEqual(self.read(target.rkey, target, 64), e.IBV_WC_SUCCESS)
+        self.assertEqual(self.a.mr.read(64, 0), b"\x33" * 64)
+        self.assertEqual(self.write(target.rkey, target, b"\x34" * 64), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(64, 0), b"\x33" * 64)
 
     def test_a_region_moved_between_pds(self):
         other = self.keep(PD(self.b.ctx))
         target = self.keep(MR(other, MR_LEN, LW | RW))
         key = target.rkey
+        # In another PD than B's QP: refused.
+        self.assertEqual(self.write(key, target, b"\x44" * 16), e.IBV_WC_REM_ACCESS_ERR)
+        self.again()
         self.assertEqual(rereg(self.b.ctx, target, REREG_PD, pd=self.b.pd), (key, key))
-        self.assertEqual(self.write(key, target, b"\x44" * 16), e.IBV_WC_SUCCESS)
-        self.assertEqual(target.read(16, 0), b"\x44" * 16)
-        # Both at once, back to the other PD (and read-only for peers): B's QP may not use it.
-        self.assertEqual(rereg(self.b.ctx, target, REREG_PD | REREG_ACCESS, pd=other,
-                               access=LW | RR), (key, key))
-        self.assertEqual(self.write(key, target, b"\x55" * 16), e.IBV_WC_REM_ACCESS_ERR)
-        self.assertEqual(target.read(16, 0), b"\x44" * 16)
+        self.assertEqual(self.write(key, target, b"\x55" * 16), e.IBV_WC_SUCCESS)
+        self.assertEqual(target.read(16, 0), b"\x55" * 16)
+        # Moved away again, same rights: refused for the PD alone, locally and remotely.
+        self.assertEqual(rereg(self.b.ctx, target, REREG_PD, pd=other), (key, key))
+        wr = SendWR(wr_id=2, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(target.buf, 16, key)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        self.b.qp.post_send(wr)
+        wc = self.completion(self.b)
+        self.assertEqual((wc.wr_id, wc.status), (2, e.IBV_WC_LOC_PROT_ERR))
+        self.again()
+        self.assertEqual(self.write(key, target, b"\x66" * 16), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(16, 0), b"\x55" * 16)
 
     def test_refusals_change_nothing(self):
         target = self.keep(MR(self.b.pd, MR_LEN, LW | RW))
@@ -192,39 +239,75 @@ class Rereg(unittest.TestCase):
             with self.assertRaises(OSError, msg=what) as ctx:
                 rereg(self.b.ctx, target, flags, access=access)
             self.assertEqual(ctx.exception.errno, err, what)
-        self.assertEqual(self.write(target.rkey, target, b"\x66" * 8), e.IBV_WC_SUCCESS)
-        self.assertEqual(target.read(8, 0), b"\x66" * 8)
+        self.assertEqual(self.write(target.rkey, target, b"\x77" * 8), e.IBV_WC_SUCCESS)
+        self.assertEqual(target.read(8, 0), b"\x77" * 8)
 
-    def test_a_bound_window_gives_no_access_after_reregistration(self):
+    def test_a_bound_window_stays_bound_until_the_region_changes(self):
         rights = LW | e.IBV_ACCESS_MW_BIND
         target = self.keep(MR(self.b.pd, MR_LEN, rights))
         mw = self.keep(MW(self.b.pd, e.IBV_MW_TYPE_1))
         info = MWBindInfo(target, target.buf, 64, RW)
         self.b.qp.bind_mw(mw, MWBind(info, e.IBV_SEND_SIGNALED))
         self.assertEqual([w.status for w in poll(self.b.cq, 1)], [e.IBV_WC_SUCCESS])
-        self.assertEqual(self.write(mw.rkey, target, b"\x77" * 8), e.IBV_WC_SUCCESS)
-        # The same rights again: still a new registration, which the window was not bound to.
-        rereg(self.b.ctx, target, REREG_ACCESS, access=rights)
-        self.assertEqual(self.write(mw.rkey, target, b"\x88" * 8), e.IBV_WC_REM_ACCESS_ERR)
-        self.assertEqual(target.read(8, 0), b"\x77" * 8)
+        # Nothing changes (its own PD, its own rights): the window still serves.
+        self.assertEqual(rereg(self.b.ctx, target, REREG_PD | REREG_ACCESS, pd=self.b.pd,
+                               access=rights), (target.lkey, 0))
+        self.assertEqual(self.write(mw.rkey, target, b"\x88" * 8), e.IBV_WC_SUCCESS)
+        # New rights: a new registration, which the window was not bound to.
+        rereg(self.b.ctx, target, REREG_ACCESS, access=rights | RR)
+        self.assertEqual(self.write(mw.rkey, target, b"\x99" * 8), e.IBV_WC_REM_ACCESS_ERR)
+        self.assertEqual(target.read(8, 0), b"\x88" * 8)
+
+    def test_writes_under_way_land_while_rights_change(self):
+        # Both rights allow the writes: each packet sees the old state or the new one, never
+        # neither. 4 KiB writes are 4 packets at the 1 KiB MTU.
+        target = self.keep(MR(self.b.pd, MR_LEN, LW | RW))
+        done = threading.Event()
+        changes = []
+
+        def flip():
+            while not done.is_set():
+                for rights in (LW | RW | RR, LW | RW):
+                    rereg(self.b.ctx, target, REREG_ACCESS, access=rights)
+                    changes.append(rights)
+
+        flipper = threading.Thread(target=flip)
+        flipper.start()
+        try:
+            # At least 60 writes, and on until the rights changed 20 times meanwhile.
+            for i in range(1000):
+                data = bytes([i % 256]) * MR_LEN
+                self.assertEqual(self.write(target.rkey, target, data), e.IBV_WC_SUCCESS, i)
+                self.assertEqual(target.read(MR_LEN, 0), data, i)
+                if i >= 60 and len(changes) >= 20:
+                    break
+        finally:
+            done.set()
+            flipper.join()
+        self.assertGreaterEqual(len(changes), 20)
+
+    def test_no_page_is_pinned_twice_or_left_pinned(self):
+        other = self.keep(PD(self.b.ctx))
+        base = pinned_kib()
+        target = MR(self.b.pd, 16 << 20, LW | RW)
+        held = pinned_kib()
+        self.assertGreaterEqual(held - base, 16 << 10)
+        for i in range(40):
+            rereg(self.b.ctx, target, REREG_ACCESS, access=LW | (RW if i % 2 else RR))
+            if i % 3 == 0:
+                rereg(self.b.ctx, target, REREG_PD, pd=self.b.pd if i % 2 else other)
+        self.assertEqual(pinned_kib(), held)
+        target.close()
+        self.assertEqual(pinned_kib(), base)
 
 
-class AnonymousMemory:
-    """LENGTH bytes of fresh anonymous memory, never touched by this process."""
-
-    def __init__(self, length):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_int, ctypes.c_long)
-        self.libc, self.length = libc, length
-        # PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS
-        self.address = libc.mmap(None, length, 3, 0x22, -1, 0)
-        assert self.address not in (None, ctypes.c_void_p(-1).value)
-
-    def close(self):
-        self.libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-        self.libc.munmap(self.address, self.length)
+def pinned_kib():
+    """This process's pinned memory (VmPin: what registrations pinned), in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmPin:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmPin in /proc/self/status")
 
 
 if __name__ == "__main__":
