@@ -20,11 +20,9 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     vendor_part_id: 0,
     hw_ver: 0,
     max_qp: (1 << 20) - 16,
-    // Not C rxe's 2^20: the RC requester copies every posted WQE out of the ring when the
-    // doorbell rings (so the process cannot change it under way), and a QP's copies are kernel
-    // memory, about 300 B each: 2^14 bound them at ~5 MB per send queue; 2^20 would allow
-    // ~300 MB. Raising it waits for WQEs to be started only as the window reaches them.
-    max_qp_wr: 1 << 14,
+    // As C rxe. The ring is the process's (mapped, vmalloc'd as C rxe's); the kernel's own
+    // copies of send WQEs are only of those under way (`rc::req::STARTED_MAX`).
+    max_qp_wr: 1 << 20,
     device_cap_flags: device_cap::RC_RNR_NAK_GEN
         | device_cap::PORT_ACTIVE_EVENT
         | device_cap::SYS_IMAGE_GUID

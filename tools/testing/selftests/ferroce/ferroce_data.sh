@@ -23,7 +23,7 @@ MTUS="1500 9000"
 RC_SIZES="1 65536"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
 # Per MTU: UD and RC pingpong, rping, perftest, UC, and six byte-exact transfers.
-ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 1 + 7 + 3 + 3 + 1 + 8 + 1))
+ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 1 + 1 + 7 + 3 + 3 + 1 + 8 + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -217,6 +217,16 @@ ipv6() {
 }
 
 set_mtu 1500
+# Deep send queues: 2048 WQEs posted at once, four times what the requester starts ahead of
+# the completer (rc::req::STARTED_MAX); the rest start as completions come. Every byte checked.
+deep_queue() {
+	xfer -t rc -o write -m 1024 -s 64,1,2000 -n 4096 -w 2048 &&
+		xfer -t rc -o send -m 1024 -s 64,1 -n 4096 -w 2048 &&
+		xfer -t rc -o read -m 1024 -s 64,3000 -n 2048 -w 2048 &&
+		xfer -t uc -o write -m 1024 -s 64,1 -n 2048 -w 2048
+}
+ktap_test_result "RC WRITE, SEND, READ and UC WRITE: 2048 WQEs posted at once, byte-exact" \
+	deep_queue
 # rdma-core's SRQ pingpong: 16 RC QPs per side, every receive from one SRQ.
 ktap_test_result "SRQ: ibv_srq_pingpong, 16 QPs on one SRQ, 4 KiB x 100 each (-c)" \
 	pair ibv_srq_pingpong -m 1024 -s 4096 -n 100 -q 16 -r 64 -c

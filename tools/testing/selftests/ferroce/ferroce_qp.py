@@ -64,8 +64,17 @@ class QpTest(unittest.TestCase):
         self.assertGreaterEqual(init.cap.max_inline_data, 200)
         qp.close()
 
+    def test_queues_as_deep_as_c_rxe_allows(self):
+        # max_qp_wr is C rxe's 2^20. A receive ring of that depth (128 MiB, user-mapped, as
+        # C rxe's); its send ring is as deep (limits.rs) but 4 times larger.
+        self.assertEqual(self.ctx.query_device().max_qp_wr, 1 << 20)
+        qp = self.qp(send_wr=16, recv_wr=1 << 20, send_sge=1, recv_sge=1, inline=0)
+        self.assertGreaterEqual(qp.query(ALL)[1].cap.max_recv_wr, 1 << 20)
+        qp.close()
+
     def test_caps_beyond_limits_fail(self):
-        for caps in ({"send_wr": 1 << 20}, {"send_sge": 33}, {"recv_sge": 33}, {"inline": 513}):
+        for caps in ({"send_wr": (1 << 20) + 1}, {"recv_wr": (1 << 20) + 1}, {"send_sge": 33},
+                     {"recv_sge": 33}, {"inline": 513}):
             with self.assertRaises(PyverbsRDMAError, msg=str(caps)):
                 self.qp(**caps)
 

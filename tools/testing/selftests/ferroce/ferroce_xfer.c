@@ -708,7 +708,7 @@ static void parse(int argc, char **argv)
 	if (optind < argc)
 		opt.server = argv[optind];
 	if (!opt.dev || opt.nsizes == 0 || opt.messages <= 0 || opt.window <= 0 ||
-	    opt.window > 256)
+	    opt.window > 4096)
 		usage();
 	if ((opt.tp == UD && opt.op != OP_SEND) || (opt.tp == UC && opt.op == OP_READ))
 		die("that operation is not on that transport");

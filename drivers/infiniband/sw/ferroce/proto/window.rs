@@ -21,6 +21,9 @@ use super::{
 /// PSNs the requester sends beyond the oldest unanswered one, at most. Go-back-N resends up to
 /// this many after a loss.
 pub(crate) const WINDOW: u32 = 256;
+/// PSNs that may be given out from the oldest unanswered one on: under half the PSN space, so
+/// every comparison among them stays right.
+pub(crate) const MAX_SPAN: u32 = (1 << 23) - 1;
 /// The smallest window: where an ACK timeout leaves it.
 const MIN_WINDOW: u32 = 8;
 /// PSNs the window grows by for each window's worth answered, once past the slow start.
@@ -371,6 +374,15 @@ impl Window {
         let first = self.end;
         self.end = self.end.add(npkts);
         first
+    }
+
+    /// Whether a WQE of `npkts` packets may have its PSNs now: from `una` to past its last
+    /// they must stay within [`MAX_SPAN`]. Otherwise it waits for answers; one longer than
+    /// that never fits.
+    pub(crate) fn admits(&self, npkts: u32) -> bool {
+        // CAST: `end` is at most `MAX_SPAN` ahead of `una`, never behind.
+        let span = self.end.diff(self.una) as u32;
+        span.saturating_add(npkts) <= MAX_SPAN
     }
 
     /// Whether the window lets `nxt` go out.
@@ -868,6 +880,32 @@ mod tests {
 
     fn psn(p: u32) -> Psn {
         Psn::new(p)
+    }
+
+    #[test]
+    fn psns_are_given_out_within_half_the_psn_space() {
+        // Across the wrap: `una` just below it.
+        let start = Psn::MASK - 10;
+        let mut w = Window::starting_at(psn(start));
+        assert!(w.admits(MAX_SPAN));
+        assert!(!w.admits(MAX_SPAN + 1), "never fits, even alone");
+        let mut e = vec![Entry::new(
+            Kind::Write,
+            w.assign(MAX_SPAN - 100),
+            MAX_SPAN - 100,
+        )];
+        assert!(w.admits(100));
+        assert!(!w.admits(101));
+        e.push(Entry::new(Kind::Write, w.assign(100), 100));
+        assert!(!w.admits(1));
+        assert!(w.admits(0), "a local WQE takes no PSN");
+        // Every PSN given out still compares after `una`.
+        assert!(w.una().before(w.end()));
+        // Answers free PSNs.
+        w.sent(w.end());
+        w.ack(&mut e, psn(start).add(999));
+        assert!(w.admits(1000));
+        assert!(!w.admits(1001));
     }
 
     #[test]

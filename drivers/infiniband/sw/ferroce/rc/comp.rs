@@ -109,6 +109,7 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
 /// state, which flushes the rest.
 pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     let mut failed = false;
+    let mut retired = false;
     while cx
         .inner
         .req
@@ -119,6 +120,7 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
         let Ok(sent) = cx.inner.req.flight.remove(0) else {
             break;
         };
+        retired = true;
         let status = sent.entry.status();
         if status == WcStatus::Success && matches!(sent.kind(), Kind::Send | Kind::SendInv) {
             cx.counters().inc(Counter::RdmaSends);
@@ -147,8 +149,16 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     }
     if failed {
         cx.fail();
-    } else if cx.inner.req.flight.is_empty() {
+        return;
+    }
+    if cx.inner.req.flight.is_empty() {
         stop_timer(cx);
+    }
+    // Room for WQEs that waited to start (a retired WQE frees a place and its PSNs): the QP's
+    // work starts them.
+    if retired && cx.inner.req.held {
+        cx.inner.req.held = false;
+        cx.shared.kick();
     }
 }
 

@@ -7,8 +7,10 @@
 //! out, and a loss costs the peer that message only.
 //!
 //! A WQE is copied out of the shared ring once, when it starts; every (re)transmission uses
-//! that copy, so user space cannot change a message under way. The completer ([`super::comp`])
-//! moves the window and retires WQEs.
+//! that copy, so user space cannot change a message under way. WQEs start as the requester
+//! reaches them, at most [`STARTED_MAX`] ahead of the completer and within the PSNs the window
+//! may give out, so a deep send queue costs kernel memory only for what is under way. The
+//! completer ([`super::comp`]) moves the window and retires WQEs.
 
 use crate::{
     cc::{Pace, QpCc},
@@ -19,7 +21,7 @@ use crate::{
         packet::{AtomicEth, BuildError, ExtHeaders, Feth, Ieth, Reth},
         psn::Psn,
         retry::Retries,
-        window::{Entry, Kind, Started, Window},
+        window::{Entry, Kind, Started, Window, MAX_SPAN, WINDOW},
         wqe::{
             placement, selectivity, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_INLINE,
             SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
@@ -41,6 +43,9 @@ const MAX_MSG: u32 = 1 << 31;
 pub(crate) const ATOMIC_LEN: u32 = 8;
 /// The responder ACKs every this many packets of a long message, so the window moves on.
 const ACK_EVERY: u32 = 32;
+/// WQEs started and not yet completed, at most: twice what the largest window can have out
+/// in one-packet messages, so sending never waits for one to start.
+pub(crate) const STARTED_MAX: usize = 2 * WINDOW as usize;
 
 /// A WQE that has started: its private copy, and where it stands in the window.
 pub(crate) struct Sent {
@@ -105,6 +110,8 @@ pub(crate) struct Requester {
     pub(crate) flight: KVec<Sent>,
     /// A WQE failed: start no more until the QP is flushed.
     pub(crate) stopped: bool,
+    /// The next WQE waits to start until completions make room (see [`STARTED_MAX`]).
+    pub(crate) held: bool,
     pub(crate) win: Window,
     /// Timeouts and RNR NAKs left before the oldest WQE fails.
     pub(crate) retries: Retries,
@@ -124,6 +131,7 @@ impl Requester {
         self.flight.clear();
         self.next = cons;
         self.stopped = false;
+        self.held = false;
         self.rnr_wait = false;
         self.due = None;
         self.put_off = false;
@@ -138,11 +146,17 @@ impl Requester {
     }
 }
 
-/// Starts every posted WQE, oldest first, and sends what the window and one budget allow.
-/// Returns whether the budget ran out with more to send (the QP's work goes on).
+/// Starts posted WQEs, oldest first, as many as may be under way, and sends what the window
+/// and one budget allow. Returns whether the budget ran out with more to send (the QP's work
+/// goes on).
 pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
     let mtu = path_mtu(cx);
+    cx.inner.req.held = false;
     while !cx.inner.req.stopped {
+        if cx.inner.req.flight.len() >= STARTED_MAX {
+            cx.inner.req.held = true;
+            break;
+        }
         // Only WQEs between the consumer index and the producer's: the flight never holds more
         // than the ring, whatever the process writes.
         let slot = match cx.shared.sq.copy_at(cx.inner.sq_cons, cx.inner.req.next) {
@@ -157,7 +171,12 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
             return true;
         }
         let sent = match prepare(cx.qp, cx.shared, slot, mtu, &mut cx.inner.req.win) {
-            Ok(sent) => sent,
+            Ok(Some(sent)) => sent,
+            // Its PSNs would run too far ahead of the oldest unanswered: answers make room.
+            Ok(None) => {
+                cx.inner.req.held = true;
+                break;
+            }
             Err((slot, status)) => {
                 cx.inner.req.stopped = true;
                 // Its completion names its opcode, if it had one.
@@ -203,16 +222,16 @@ fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
     })
 }
 
-/// Checks a WQE copy, and the memory its SGEs name, and gives it its PSNs; a bad one comes back
-/// with its completion status, so a scribbled ring fails its own WQE before anything goes on
-/// the wire.
+/// Checks a WQE copy, and the memory its SGEs name, and gives it its PSNs (`None`: not yet,
+/// see [`Window::admits`]); a bad one comes back with its completion status, so a scribbled
+/// ring fails its own WQE before anything goes on the wire.
 fn prepare(
     qp: &Qp<Ferroce>,
     shared: &QpShared,
     slot: KVec<u8>,
     mtu: u32,
     win: &mut Window,
-) -> Result<Sent, (KVec<u8>, WcStatus)> {
+) -> Result<Option<Sent>, (KVec<u8>, WcStatus)> {
     let slot_len = shared.sq.slot_len();
     let w = SendWqe::new(&slot);
     let Some((kind, imm)) = kind(&w, shared.is_uc()) else {
@@ -220,13 +239,13 @@ fn prepare(
     };
     if kind == Kind::Local {
         return match local(qp, shared, &w) {
-            Ok(()) => Ok(Sent {
+            Ok(()) => Ok(Some(Sent {
                 slot,
                 imm,
                 len: 0,
                 mtu,
                 entry: Entry::new(kind, win.end(), 0),
-            }),
+            })),
             Err(status) => Err((slot, status)),
         };
     }
@@ -276,13 +295,20 @@ fn prepare(
         }
     };
     let npkts = len.div_ceil(mtu).max(1);
-    Ok(Sent {
+    if npkts > MAX_SPAN {
+        // 2 GiB at a 256-byte MTU: more packets than PSNs can tell apart.
+        return Err((slot, WcStatus::LocLenErr));
+    }
+    if !win.admits(npkts) {
+        return Ok(None);
+    }
+    Ok(Some(Sent {
         slot,
         imm,
         len,
         mtu,
         entry: Entry::new(kind, win.assign(npkts), npkts),
-    })
+    }))
 }
 
 /// Does a local WQE, when it starts: a bind takes effect before any later WQE is sent; it does
