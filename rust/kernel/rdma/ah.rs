@@ -82,9 +82,12 @@ pub(crate) unsafe fn query<T: Driver>(
             None => bindings::rdma_start_port((*ah).device),
         }
     };
-    // SAFETY: `out` is valid for writes (this function's `# Safety`); `rdma_query_ah()` cleared
-    // its `sgid_attr`, which stays so (the caller holds no reference to one).
-    attr.write_to(unsafe { &mut *out }, port);
+    // Every field the provider does not answer reads as zero (the static rate, the rest of the
+    // union), and no `sgid_attr`: the caller takes no reference to one.
+    let mut answer: bindings::rdma_ah_attr = pin_init::zeroed();
+    attr.write_to(&mut answer, port);
+    // SAFETY: `out` is valid for writes (this function's `# Safety`).
+    unsafe { out.write(answer) };
     Ok(())
 }
 
