@@ -54,10 +54,10 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_mcast_qp_attach: 56,
     max_total_mcast_qp_attach: 0x7_0000,
     max_ah: (1 << 15) - 1,
-    // As many SRQs as C rxe; their rings are bounded as send and receive queues are (a ring is
-    // kernel memory that the process sizes: C rxe's 2^20 slots of 27 SGEs are 512 MB each).
+    // As C rxe's. Like a QP's rings, an SRQ's is vmalloc'd memory the process sizes and maps
+    // (2^21 slots of 27 SGEs are 1 GiB, as on C rxe); the kernel copies one WQE at a time out.
     max_srq: (1 << 20) - 0x2_0001,
-    max_srq_wr: 1 << 14,
+    max_srq_wr: 1 << 20,
     max_srq_sge: 27,
     max_fast_reg_page_list_len: 0,
     max_pkeys: 1,

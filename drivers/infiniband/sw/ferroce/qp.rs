@@ -470,8 +470,10 @@ impl FerroceQp {
         if repace {
             inner.cc.restart();
         }
+        // Back from SQD or SQE: what waited in the ring starts.
+        let resume = next == QpState::Rts && matches!(was, QpState::Sqd | QpState::Sqe);
         drop(inner);
-        if repace {
+        if repace || resume {
             this.kick();
         }
         Ok(())

@@ -37,7 +37,7 @@ from ferroce_pyverbs import (  # noqa: E402
     MR_LEN, RECV_NUM_SGE, RECV_SGES, REMOTE, RQ_PSN, Endpoint, connect, connect_uc, counters,
     event_fds, gid_index, mapped, mapped_rings, poll, scribble)
 
-MAX_SRQ_WR = 1 << 14  # limits.rs
+MAX_SRQ_WR = 1 << 20  # limits.rs, as C rxe
 MAX_SRQ_SGE = 27
 RECV_LEN = 4096
 QKEY = 0x11111111

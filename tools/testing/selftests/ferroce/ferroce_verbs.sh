@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 16
+ktap_set_plan 17
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -40,6 +40,8 @@ ktap_test_result "queue pairs: rings, numbers, state machine, query (ferroce_qp.
 	"$PY" "$DIR/ferroce_qp.py" fer0
 ktap_test_result "error state flushes posted WRs into the CQ rings; scribbled rings (ferroce_flush.py)" \
 	"$PY" "$DIR/ferroce_flush.py" fer0
+ktap_test_result "deep send queues: WQEs start as reached; SQD and the error state (ferroce_sq.py)" \
+	"$PY" "$DIR/ferroce_sq.py" fer0 192.0.2.11
 
 # node_desc: sysfs writes reach modify_device; what was written is what is read.
 node_desc_settable() {

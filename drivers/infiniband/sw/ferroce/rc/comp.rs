@@ -108,45 +108,40 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
 /// Retires finished WQEs from the front, in order; the first failure moves the QP to the error
 /// state, which flushes the rest.
 pub(crate) fn complete(cx: &mut QpCtx<'_>) {
+    let (qp, shared, counters) = (cx.qp, cx.shared, cx.counters());
+    let inner = &mut *cx.inner;
+    let mut retired = 0;
     let mut failed = false;
-    let mut retired = false;
-    while cx
-        .inner
-        .req
-        .flight
-        .first()
-        .is_some_and(|s| s.entry.finished())
-    {
-        let Ok(sent) = cx.inner.req.flight.remove(0) else {
-            break;
-        };
-        retired = true;
+    for sent in inner.req.flight.iter().take_while(|s| s.entry.finished()) {
+        retired += 1;
         let status = sent.entry.status();
         if status == WcStatus::Success && matches!(sent.kind(), Kind::Send | Kind::SendInv) {
-            cx.counters().inc(Counter::RdmaSends);
+            counters.inc(Counter::RdmaSends);
         }
         // The slot is the producer's again before its completion shows: a process that posts
         // on seeing it must find room (ibv_rc_pingpong's one-WR send queue does).
-        let _ = cx.shared.sq.advance(&mut cx.inner.sq_cons);
-        let signaled = cx.shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
+        let _ = shared.sq.advance(&mut inner.sq_cons);
+        let signaled = shared.sig_all() || sent.wqe().send_flags() & SEND_SIGNALED != 0;
         if signaled || status != WcStatus::Success {
-            let mut c = Completion::of_send_queue(
-                sent.wqe().wr_id(),
-                status,
-                sent.wc_opcode(),
-                cx.qp.qpn(),
-            );
+            let mut c =
+                Completion::of_send_queue(sent.wqe().wr_id(), status, sent.wc_opcode(), qp.qpn());
             if sent.kind().awaits_response() {
                 c.byte_len = sent.len;
             }
             // A full CQ loses the completion: its consumer fell behind.
-            let _ = FerroceCq::post(cx.qp, cx.qp.send_cq(), &c, false);
+            let _ = FerroceCq::post(qp, qp.send_cq(), &c, false);
         }
         if status != WcStatus::Success {
             failed = true;
             break;
         }
     }
+    // The retired prefix goes in one pass (one by one, each would move all the rest).
+    let mut seen = 0;
+    inner.req.flight.retain(|_| {
+        seen += 1;
+        seen > retired
+    });
     if failed {
         cx.fail();
         return;
@@ -156,7 +151,7 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     }
     // Room for WQEs that waited to start (a retired WQE frees a place and its PSNs): the QP's
     // work starts them.
-    if retired && cx.inner.req.held {
+    if retired > 0 && cx.inner.req.held {
         cx.inner.req.held = false;
         cx.shared.kick();
     }

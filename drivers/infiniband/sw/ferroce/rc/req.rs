@@ -33,7 +33,7 @@ use crate::{
 };
 use kernel::{
     prelude::*,
-    rdma::qp::Qp,
+    rdma::qp::{Qp, QpState},
     time::{Instant, Monotonic},
 };
 
@@ -146,13 +146,15 @@ impl Requester {
     }
 }
 
-/// Starts posted WQEs, oldest first, as many as may be under way, and sends what the window
-/// and one budget allow. Returns whether the budget ran out with more to send (the QP's work
+/// Starts posted WQEs, oldest first, as many as may be under way (none in SQD), and sends what
+/// the window and one budget allow. Returns whether the budget ran out with more to send (the QP's work
 /// goes on).
 pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
     let mtu = path_mtu(cx);
     cx.inner.req.held = false;
-    while !cx.inner.req.stopped {
+    // In SQD the QP finishes what it started and starts nothing.
+    let starts = cx.inner.attr.state == QpState::Rts;
+    while starts && !cx.inner.req.stopped {
         if cx.inner.req.flight.len() >= STARTED_MAX {
             cx.inner.req.held = true;
             break;

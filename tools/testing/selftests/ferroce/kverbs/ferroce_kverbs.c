@@ -18,7 +18,8 @@ static char *dev;
 module_param(dev, charp, 0444);
 MODULE_PARM_DESC(dev, "the RDMA device to check");
 
-static int result = -ENODEV;
+static int result;
+static bool found;
 
 /* The first RoCE v2 GID of an IPv4 address on port 1 (a reference held), or NULL. */
 static const struct ib_gid_attr *ipv4_roce_v2_gid(struct ib_device *ibdev)
@@ -96,6 +97,7 @@ static int check_query_ah(struct ib_device *ibdev)
 		EXPECT(back.grh.flow_label == 0x12345);
 		EXPECT(back.grh.hop_limit == 17);
 		EXPECT(back.grh.traffic_class == 0x68);
+		EXPECT(rdma_ah_get_static_rate(&back) == 0);
 		EXPECT(!back.grh.sgid_attr);
 		EXPECT(!memcmp(back.roce.dmac, dmac, ETH_ALEN));
 	}
@@ -114,6 +116,7 @@ static int kverbs_add(struct ib_device *ibdev)
 {
 	if (!dev || strcmp(dev_name(&ibdev->dev), dev))
 		return -EOPNOTSUPP;
+	found = true;
 	result = check_query_ah(ibdev);
 	return -EOPNOTSUPP;
 }
@@ -135,8 +138,10 @@ static int __init kverbs_init(void)
 	if (ret)
 		return ret;
 	ib_unregister_client(&kverbs_client);
-	if (result == -ENODEV)
+	if (!found) {
 		pr_err("ferroce_kverbs: no device %s\n", dev ?: "(none given)");
+		return -ENODEV;
+	}
 	return result;
 }
 
