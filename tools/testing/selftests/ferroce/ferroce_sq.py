@@ -74,15 +74,17 @@ class Side:
 class DeepQueue(unittest.TestCase):
     def setUp(self):
         self.a, self.b = Side(), Side()
-        # RNR retried for ever (7), 0.01 ms apart at least.
-        connect(self.a.qp, ADDR, self.a.gid_index, self.b.qp.qp_num, rnr_retry=7)
+        # RNR retried for ever (7), 0.01 ms apart at least. The ACK timeout is long (18: about
+        # 1 s; the helper allows one retry): under load an RNR NAK may come back later than
+        # the default 4 ms, and two timeouts would fail the QP.
+        connect(self.a.qp, ADDR, self.a.gid_index, self.b.qp.qp_num, rnr_retry=7, timeout=18)
         connect(self.b.qp, ADDR, self.b.gid_index, self.a.qp.qp_num)
         for i in range(POSTED):
             sge = SGE(self.a.mr.buf + i * MSG, MSG, self.a.mr.lkey)
             self.a.qp.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[sge],
                                        send_flags=e.IBV_SEND_SIGNALED))
         # The first SEND meets RNR NAKs: nothing completes.
-        self.assertEqual(self.a.drain(0.5), [])
+        self.assertEqual([(w.wr_id, w.status) for w in self.a.drain(0.5)][:4], [])
 
     def tearDown(self):
         self.a.close()
