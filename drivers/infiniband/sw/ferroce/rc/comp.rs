@@ -136,12 +136,15 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
             break;
         }
     }
-    // The retired prefix goes in one pass (one by one, each would move all the rest).
-    let mut seen = 0;
-    inner.req.flight.retain(|_| {
-        seen += 1;
-        seen > retired
-    });
+    // The retired prefix goes in one pass (one by one, each would move all the rest); a call
+    // that retires nothing (most responses of a long READ) walks nothing.
+    if retired > 0 {
+        let mut seen = 0;
+        inner.req.flight.retain(|_| {
+            seen += 1;
+            seen > retired
+        });
+    }
     if failed {
         cx.fail();
         return;
