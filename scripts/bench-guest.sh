@@ -238,6 +238,7 @@ for mtu in $mtus; do
 					profile "$drv" "$mtu" ib_write_bw 65536
 					profile "$drv" "$mtu" ib_read_bw 65536
 					profile "$drv" "$mtu" ib_write_lat 8
+					profile "$drv" "$mtu" ib_atomic_bw 8
 				fi
 			fi
 			unload_driver
