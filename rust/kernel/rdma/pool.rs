@@ -36,8 +36,11 @@ use core::{marker::PhantomData, ops::RangeInclusive};
 /// let n = pool.alloc(Arc::new(7, GFP_KERNEL)?, GFP_KERNEL)?;
 /// assert!((16..=31).contains(&n));
 /// assert_eq!(pool.get(n).map(|v| *v), Some(7));
-/// assert_eq!(pool.remove(n).map(|v| *v), Some(7));
+/// assert_eq!(*pool.replace(n, Arc::new(8, GFP_KERNEL)?, GFP_KERNEL)?, 7);
+/// assert_eq!(pool.get(n).map(|v| *v), Some(8));
+/// assert_eq!(pool.remove(n).map(|v| *v), Some(8));
 /// assert!(pool.get(n).is_none());
+/// assert_eq!(pool.replace(n, Arc::new(9, GFP_KERNEL)?, GFP_KERNEL).err(), Some(ENOENT));
 /// # Ok::<(), Error>(())
 /// ```
 #[pin_data(PinnedDrop)]
