@@ -33,11 +33,10 @@ pub struct MrKeys {
 /// New memory (`IB_MR_REREG_TRANS`) is not offered: the abstraction refuses it with
 /// `EOPNOTSUPP`, since the core would set the region's `iova` and `length` from values the
 /// provider never saw.
+/// The PD is passed beside it: the region's own, or with `IB_MR_REREG_PD` the one it moves to
+/// (the core moves the `ib_mr`'s pointer and the PDs' use counts once the provider agreed).
 #[derive(Clone, Copy, Debug)]
 pub struct MrRereg {
-    /// `IB_MR_REREG_PD`: the region moves to the PD passed beside this (the core moves the
-    /// `ib_mr`'s own pointer and the PDs' use counts once the provider agreed).
-    pub pd: bool,
     /// `IB_MR_REREG_ACCESS`: the new `IB_ACCESS_*`, checked by the core as at registration.
     pub access: Option<u32>,
 }

@@ -483,7 +483,6 @@ impl<T: Driver> OpsVTable<T> {
             return EOPNOTSUPP.to_ptr();
         }
         let change = MrRereg {
-            pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD),
             // CAST: Access flags are a bit mask.
             access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS).then_some(access as u32),
         };
