@@ -5,12 +5,13 @@
 //! [`crate::proto::dcqcn`].
 //!
 //! While it is on (the module parameter `cc`, by default), packets leave ECN-capable; a
-//! CE-marked packet for an RC or UC QP is answered with a CNP to its sender, at most one per QP
-//! per `np_min_time_between_cnps`; a CNP for a QP cuts that QP's DCQCN rate, at which its
+//! CE-marked packet for an RC, UC or UD QP is answered with a CNP to its sender, at most one
+//! per QP per `np_min_time_between_cnps`; a CNP for a QP cuts that QP's DCQCN rate, at which its
 //! requester then paces its packets: each gets a departure time (EDT, which `fq` honours), and
 //! the requester schedules a few packets ahead at most ([`PACE_HORIZON_NS`]).
 
 use crate::{
+    ah::Av,
     counters::{Counter, Counters},
     net::recv::Packet,
     proto::{
@@ -203,8 +204,9 @@ fn from_module_params() -> Result<CcParams> {
     Ok(params)
 }
 
-/// `path` as packets that do not react to congestion take it (UD: neither CNPs nor pacing
-/// yet): not ECN-capable, so a marking queue drops them rather than marks them.
+/// `path` as packets that do not react to congestion take it (UD sends are not paced, and
+/// READ responses not yet): not ECN-capable, so a marking queue drops them rather than marks
+/// them.
 pub(crate) fn unmarked(path: Path) -> Path {
     let tclass = dcqcn::not_ect(path.tclass());
     path.with_tclass(tclass)
@@ -340,18 +342,54 @@ impl QpCc {
 /// Never for a CNP or an ACK.
 pub(crate) fn on_ce(cx: &mut QpCtx<'_>, pkt: &Packet<'_>, counters: &Counters) {
     counters.inc(Counter::NpEcnMarked);
-    let cc = &cx.dev().cc;
-    if !cc.enabled() || matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
+    if matches!(pkt.info.kind, OpKind::Cnp | OpKind::Ack | OpKind::AtomicAck) {
         return;
     }
-    let Some(path) = cx.inner.path(cx.qp.qpn()) else {
+    if let Some(path) = cx.inner.path(cx.qp.qpn()) {
+        let to = cx.inner.attr.dest_qp_num;
+        send_cnp(cx, path, to, counters);
+    }
+}
+
+/// A datagram for a UD `qp`, with its Q_Key, came CE-marked: counted, and answered with a CNP
+/// to the QP that sent it (`src_qpn`, its DETH's), at the address it came from, as for RC. The
+/// sender's address is not checked (UD has no peer): a forged one gets one CNP per packet at
+/// most, no larger than it, and no more often than the QP's gate lets one out.
+pub(crate) fn on_datagram_ce(
+    cx: &mut QpCtx<'_>,
+    pkt: &Packet<'_>,
+    src_qpn: u32,
+    counters: &Counters,
+) {
+    counters.inc(Counter::NpEcnMarked);
+    if cx.shared.qp_type() != QpType::Ud {
         return;
+    }
+    // Back the way it came: from the address it reached to the one it left.
+    let back = Av {
+        sgid: pkt.hdr.dgid(),
+        dgid: pkt.hdr.sgid(),
+        tclass: 0,
+        hop_limit: 0,
+        flow_label: 0,
     };
+    if let Some(path) = back.path(cx.qp.qpn(), src_qpn) {
+        send_cnp(cx, path, src_qpn, counters);
+    }
+}
+
+/// Sends a CNP along `path` to QP `to`, while congestion control is on and unless one left
+/// `cx`'s QP within `np_min_time_between_cnps`.
+fn send_cnp(cx: &mut QpCtx<'_>, path: Path, to: u32, counters: &Counters) {
+    let cc = &cx.dev().cc;
+    if !cc.enabled() {
+        return;
+    }
     let params = cc.params();
     if !cx.inner.cc.gate.allow(cc.now(), &params) {
         return;
     }
-    let mut bth = Bth::new(Opcode::Cnp as u8, cx.inner.attr.dest_qp_num, Psn::default());
+    let mut bth = Bth::new(Opcode::Cnp as u8, to, Psn::default());
     bth.becn = true;
     let path = path.with_tclass(dcqcn::cnp_tclass(&params));
     if let Ok(Ok(())) = cx

@@ -89,7 +89,7 @@ crafted() {
 # address and a unicast QPN to a group are for no one; a good one reaches all three, counted
 # once as received.
 crafted_checked_once_then_per_member() {
-	local icrc qkey qpn rcvd out g="--dst 239.3.3.3 --qpn 0xffffff"
+	local icrc qkey qpn rcvd marked cnps out g="--dst 239.3.3.3 --qpn 0xffffff"
 	ip -n "$B" route add 224.0.0.0/4 dev vb 2>/dev/null
 	icrc=$(counter fer0 rcvd_drop_bad_icrc) qkey=$(counter fer0 rcvd_drop_bad_qkey)
 	qpn=$(counter fer0 rcvd_drop_bad_qpn)
@@ -100,19 +100,24 @@ crafted_checked_once_then_per_member() {
 	out=$(crafted $g good && crafted --dst 10.74.0.1 --qpn 0xffffff --qkey 0x1234567 good_ud &&
 		crafted --dst 239.3.3.3 --qpn 0x11 --qkey 0x1234567 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
-	rcvd=$(counter fer0 rcvd_pkts)
-	out=$(crafted $g --count 5 --qkey 0x1234567 good_ud) || return 1
+	rcvd=$(counter fer0 rcvd_pkts) marked=$(counter fer0 np_ecn_marked_roce_packets)
+	cnps=$(counter fer0 np_cnp_sent)
+	# CE-marked: counted once each, and no member answers a group's sender with a CNP.
+	out=$(crafted $g --count 5 --qkey 0x1234567 --tos 3 good_ud) || return 1
 	echo "$out" | sed 's/^/# /'
 	rcvd=$(($(counter fer0 rcvd_pkts) - rcvd))
+	marked=$(($(counter fer0 np_ecn_marked_roce_packets) - marked))
+	cnps=$(($(counter fer0 np_cnp_sent) - cnps))
 	icrc=$(($(counter fer0 rcvd_drop_bad_icrc) - icrc))
 	qkey=$(($(counter fer0 rcvd_drop_bad_qkey) - qkey))
 	qpn=$(($(counter fer0 rcvd_drop_bad_qpn) - qpn))
 	echo "# bad ICRC drops +$icrc (4 sent), bad Q_Key drops +$qkey (2 sent, 3 members)," \
-		"bad QPN drops +$qpn (3 sent), received +$rcvd (5 sent)"
+		"bad QPN drops +$qpn (3 sent), received +$rcvd (5 sent), CE-marked +$marked, CNPs +$cnps"
 	[ "$icrc" -eq 4 ] && [ "$qkey" -eq 6 ] && [ "$qpn" -eq 3 ] && [ "$rcvd" -eq 5 ] &&
+		[ "$marked" -eq 5 ] && [ "$cnps" -eq 0 ] &&
 		[ "$(echo "$out" | grep -c 'received 5$')" -eq 3 ]
 }
-ktap_test_result "crafted multicast: ICRC checked once, Q_Key by each member" \
+ktap_test_result "crafted multicast: ICRC checked once, Q_Key by each member, CE counted once, no CNP" \
 	crafted_checked_once_then_per_member
 
 # The device goes while QPs of a process are in a group: the netdev leaves the group, the

@@ -16,7 +16,7 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 require rdma ip ss python3 /usr/bin/python3
-ktap_set_plan 17
+ktap_set_plan 18
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -134,6 +134,12 @@ ktap_test_result "UD sends leave as RoCEv2 packets with valid ICRC and the poste
 # addresses may be the source, on the wire and when the packet loops back to the device.
 ktap_test_result "a UD WQE's own address vector cannot send from an address the device lacks" \
 	indented /usr/bin/python3 "$UD" forged_source fer0 10.70.0.1 fd70::1 10.70.0.2 10.70.0.77 fd70::77
+
+# The notification point for datagrams: a CE-marked one that reaches a UD QP (its Q_Key right)
+# is counted and answered with a CNP to the QP in its DETH, at its source address, one per
+# np_min_time_between_cnps; nothing for unmarked ones, a wrong Q_Key, or with cc_enable 0.
+ktap_test_result "CE-marked datagrams to a UD QP are answered with CNPs to their sender's QP" \
+	indented /usr/bin/python3 "$UD" ce_marked fer0 10.70.0.1 "$B" 10.70.0.2
 
 # with_fer1 SCRIPT: SCRIPT's pyverbs cases on fer0, with fer1 in B as their real peer and B as
 # the namespace crafted packets come from.

@@ -11,11 +11,18 @@
                                 vector (ah_num 0): a source that is not DEV's (FOREIGN,
                                 FOREIGN6) sends nothing, to DEV itself or to PEER; DEV's own
                                 (ADDR, ADDR6) reaches a QP of DEV
+  ferroce_ud.py ce_marked DEV ADDR NS PEER
+                                datagrams from PEER (crafted in namespace NS) to a UD QP of DEV
+                                at ADDR: CE-marked ones are counted and answered with CNPs to
+                                their sender's QP, one per np_min_time_between_cnps at most;
+                                unmarked ones, ones with a wrong Q_Key, and any while
+                                congestion control is off get none
 """
 
 import ipaddress
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -264,6 +271,114 @@ def forged_source(dev, addr, addr6, peer, foreign, foreign6):
     return 0 if ok else 1
 
 
+# The ECN field of an IP header: CE, and ECT(0).
+CE, ECT0 = 3, 2
+# The QPN roce_inject's good_ud datagrams come from (their DETH).
+INJECTED_SRC_QPN = 0x11
+
+
+def cc_file(dev, name):
+    return f"/sys/kernel/debug/ferroce/{dev}/{name}"
+
+
+def set_cc(dev, name, value):
+    with open(cc_file(dev, name), "w") as f:
+        f.write(f"{value}\n")
+
+
+def ce_marked(dev, addr, ns, peer):
+    import pyverbs.enums as e
+    from pyverbs.cq import CQ
+    from pyverbs.device import Context
+    from pyverbs.mr import MR
+    from pyverbs.pd import PD
+    from pyverbs.qp import QPCap
+    from pyverbs.wr import SGE, RecvWR
+
+    from ferroce_pyverbs import counters
+
+    if not os.path.ismount("/sys/kernel/debug"):
+        subprocess.run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"], check=True)
+    ctx = Context(name=dev)
+    pd = PD(ctx)
+    cq = CQ(ctx, 256)
+    mr = MR(pd, 128 * 512, e.IBV_ACCESS_LOCAL_WRITE)
+    qp = ud_qp(pd, cq, QPCap(max_send_wr=1, max_recv_wr=128, max_send_sge=1, max_recv_sge=1))
+    for i in range(128):
+        qp.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(mr.buf + 512 * i, 512, mr.lkey)]))
+    tx = roce_inject.Sender(peer, addr, ns=ns, qpn=qp.qp_num, qkey=QP_QKEY)
+
+    def received():
+        n = 0
+        while True:
+            got, wcs = cq.poll(16)
+            for wc in wcs[:got]:
+                assert wc.status == e.IBV_WC_SUCCESS, wc
+            n += got
+            if got == 0:
+                return n
+
+    def run(name, n, tos, qkey=QP_QKEY, burst=False, want_recv=None, want_marked=0,
+            want_cnps=0):
+        """Sends N good_ud datagrams with TOS, 20 ms apart or in one burst; checks what DEV
+        received, counted and sent back."""
+        before = counters(dev)
+        pkt = tx.packet("good_ud", tos=tos, qkey=qkey)
+        with roce_inject.Capture(ns, addr) as cap:
+            if burst:
+                tx.send_burst([pkt] * n)
+            else:
+                for _ in range(n):
+                    tx.send(pkt)
+                    time.sleep(0.02)
+            frames = cap.frames(lambda f: len(f) > want_cnps, 1.5)
+        after = counters(dev)
+        recv = received()
+        marked = after["np_ecn_marked_roce_packets"] - before["np_ecn_marked_roce_packets"]
+        sent = after["np_cnp_sent"] - before["np_cnp_sent"]
+        good = True
+        for f in frames:
+            ihl = (f[0] & 0xf) * 4
+            ip, udp, body = f[:ihl], f[ihl:ihl + 8], f[ihl + 8:-4]
+            icrc = int.from_bytes(f[-4:], "little")
+            fields = (body[0], bool(body[4] & 0x40), int.from_bytes(body[5:8], "big"),
+                      ip[1] >> 2, ip[1] & 3, socket.inet_ntoa(ip[16:20]), len(body),
+                      icrc == roce_inject.icrc(ip, udp, body))
+            # A CNP: opcode 0x81, BECN, to the sender's QP, DSCP 48, not ECN-capable, back to
+            # the sender's address, 16 reserved bytes after the BTH, a valid ICRC.
+            if fields != (0x81, True, INJECTED_SRC_QPN, 48, 0, peer, 12 + 16, True):
+                print(f"# {name}: not the CNP expected: {fields}", flush=True)
+                good = False
+        want_recv = n if want_recv is None else want_recv
+        good &= (recv, marked, sent, len(frames)) == (want_recv, want_marked, want_cnps,
+                                                       want_cnps)
+        print(f"{'ok' if good else 'WRONG'}: {name}: {n} sent, {recv} received "
+              f"(want {want_recv}), {marked} counted marked (want {want_marked}), "
+              f"{sent} CNPs sent and {len(frames)} seen (want {want_cnps})", flush=True)
+        return good
+
+    ok = run("ECT(0), not marked", 10, ECT0)
+    ok &= run("CE-marked, 20 ms apart", 10, CE, want_marked=10, want_cnps=10)
+    ok &= run("CE-marked, wrong Q_Key", 10, CE, qkey=QP_QKEY ^ 1, want_recv=0)
+    # One CNP per gap: 20 marked datagrams within far less than 500 ms.
+    set_cc(dev, "cc_params/np_min_time_between_cnps", 131071)
+    try:
+        ok &= run("CE-marked burst, 131 ms gap", 20, CE, burst=True, want_marked=20,
+                  want_cnps=1)
+    finally:
+        set_cc(dev, "cc_params/np_min_time_between_cnps", 4)
+    time.sleep(0.2)
+    set_cc(dev, "cc_enable", 0)
+    try:
+        ok &= run("CE-marked, congestion control off", 5, CE, want_marked=5)
+    finally:
+        set_cc(dev, "cc_enable", 1)
+    tx.close()
+    for o in (qp, mr, cq, pd, ctx):
+        o.close()
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "capture":
@@ -274,4 +389,6 @@ if __name__ == "__main__":
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     if cmd == "forged_source":
         sys.exit(forged_source(*sys.argv[2:8]))
+    if cmd == "ce_marked":
+        sys.exit(ce_marked(*sys.argv[2:6]))
     sys.exit(f"unknown command {cmd}")

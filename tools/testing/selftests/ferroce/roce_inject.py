@@ -385,8 +385,8 @@ class Capture:
     def __exit__(self, *exc):
         self.sock.close()
 
-    def packets(self, done, seconds):
-        """(opcode, psn, AETH syndrome or None) of each packet in arrival order, until
+    def frames(self, done, seconds):
+        """Each RoCEv2 packet from SRC, its IP header first, in arrival order, until
         done(list so far) or SECONDS pass."""
         got = []
         self.sock.settimeout(0.2)
@@ -401,14 +401,27 @@ class Capture:
             ihl = (data[0] & 0xf) * 4
             udp = data[ihl:ihl + 8]
             if data[9] != 17 or data[12:16] != self.src or len(udp) < 8 \
-                    or struct.unpack("!H", udp[2:4])[0] != ROCE_PORT:
+                    or struct.unpack("!H", udp[2:4])[0] != ROCE_PORT \
+                    or len(data) < ihl + 8 + BTH_LEN:
                 continue
-            b = data[ihl + 8:]
-            if len(b) < BTH_LEN:
-                continue
+            got.append(data)
+        return got
+
+    def packets(self, done, seconds):
+        """(opcode, psn, AETH syndrome or None) of each packet in arrival order, until
+        done(list so far) or SECONDS pass."""
+        def summary(data):
+            b = data[(data[0] & 0xf) * 4 + 8:]
             psn = struct.unpack("!I", b[8:12])[0] & 0xffffff
             syndrome = b[BTH_LEN] if b[0] == RC_ACKNOWLEDGE and len(b) > BTH_LEN else None
-            got.append((b[0], psn, syndrome))
+            return (b[0], psn, syndrome)
+
+        got = []
+
+        def seen(frames):
+            got.extend(summary(f) for f in frames[len(got):])
+            return done(got)
+        seen(self.frames(seen, seconds))
         return got
 
 

@@ -13,6 +13,7 @@ use crate::{
     device::{Ferroce, FerroceDevice},
     proto::bth::{Bth, MULTICAST_QPN},
     proto::{
+        dcqcn,
         icrc::{Icrc, BTH_LEN, ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
         opcode::{OpInfo, OpKind, Transport},
         packet::{self, DropReason, ExtHeaders, Headers, MAX_HDR_LEN},
@@ -88,6 +89,10 @@ fn deliver_multicast(data: &FerroceDevice, skb: SkBuff, mut pkt: RxHeaders, loop
     pkt.icrc_checked = true;
     counters.inc(Counter::RcvdPkts);
     counters.add(Counter::RcvdBytes, pkt.payload_len as u64);
+    // A group's senders get no CNP (one per member would multiply them); the mark counts once.
+    if dcqcn::is_ce(pkt.ip()) {
+        counters.inc(Counter::NpEcnMarked);
+    }
     for qp in others {
         match skb.clone_shared(GFP_ATOMIC) {
             Ok(copy) => QpShared::receive(qp, copy, pkt, looped, counters),
@@ -193,15 +198,25 @@ impl RxHeaders {
 
     /// The destination address as a GID (IPv4-mapped for IPv4).
     pub(crate) fn dgid(&self) -> [u8; 16] {
+        self.gid_at(16, 24)
+    }
+
+    /// The source address as a GID (IPv4-mapped for IPv4).
+    pub(crate) fn sgid(&self) -> [u8; 16] {
+        self.gid_at(12, 8)
+    }
+
+    /// The address at byte `v4` of an IPv4 header or `v6` of an IPv6 one, as a GID.
+    fn gid_at(&self, v4: usize, v6: usize) -> [u8; 16] {
         match self.ip_len {
             IPV4_HDR_LEN => {
                 let mut addr = [0u8; 4];
-                addr.copy_from_slice(&self.ip[16..20]);
+                addr.copy_from_slice(&self.ip[v4..v4 + 4]);
                 crate::ah::ipv4_mapped(addr)
             }
             _ => {
                 let mut gid = [0u8; 16];
-                gid.copy_from_slice(&self.ip[24..40]);
+                gid.copy_from_slice(&self.ip[v6..v6 + 16]);
                 gid
             }
         }

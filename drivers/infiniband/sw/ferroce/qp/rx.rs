@@ -143,12 +143,8 @@ impl QpShared {
         // peer's, of the QP's transport, to a QP in a state to take it.
         let ce = dcqcn::is_ce(pkt.hdr.ip());
         match cx.shared.qp_type {
-            QpType::Ud | QpType::Gsi => {
-                if ce {
-                    counters.inc(Counter::NpEcnMarked);
-                }
-                ud::recv::receive(cx, pkt, counters)
-            }
+            // The datagram responder counts (and answers) a mark once the Q_Key matched.
+            QpType::Ud | QpType::Gsi => ud::recv::receive(cx, pkt, counters),
             QpType::Rc => {
                 if pkt.info.transport != Transport::Rc {
                     return Err(QpDrop::BadState);

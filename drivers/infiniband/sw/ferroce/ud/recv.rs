@@ -4,11 +4,13 @@
 //! its GRH, and completes.
 
 use crate::{
+    cc,
     counters::{Counter, Counters},
     cq::FerroceCq,
     device::Ferroce,
     net::recv::{Packet, QpDrop},
     proto::{
+        dcqcn,
         opcode::Transport,
         wqe::{
             Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
@@ -43,6 +45,10 @@ pub(crate) fn receive(
     let deth = pkt.ext.deth.ok_or(QpDrop::BadState)?;
     if deth.qkey != cx.inner.attr.qkey {
         return Err(QpDrop::BadQkey);
+    }
+    // A copy of a group's packet was counted where it was copied, and gets no CNP.
+    if !pkt.hdr.is_multicast() && dcqcn::is_ce(ip) {
+        cc::on_datagram_ce(cx, pkt, deth.src_qpn, counters);
     }
     let (wr_id, status) = if cx.shared.kernel {
         let buf = cx.shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
