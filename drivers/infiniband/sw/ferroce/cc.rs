@@ -273,7 +273,7 @@ impl QpCc {
     /// lower of its DCQCN rate (while congestion control is on) and `limit_kbps`
     /// (`IB_QP_RATE_LIMIT`; 0: none).
     pub(crate) fn pace(&mut self, cc: &Cc, limit_kbps: u32, wire_len: usize) -> Pace {
-        let dcqcn = cc.enabled() && self.rate.rate().is_some();
+        let dcqcn = cc.enabled() && self.rate.rate_kbps().is_some();
         // Unlimited (nearly always): no clock read per packet. Any `next` before now starts
         // the next limited stretch now.
         if !dcqcn && limit_kbps == 0 {
@@ -285,9 +285,9 @@ impl QpCc {
         let mut kbps = u64::from(limit_kbps);
         if let Some(p) = &params {
             self.rate.advance(now, p, LINE_MBPS);
-            if let Some(mbps) = self.rate.rate() {
-                let mbps = u64::from(mbps.max(1)) * 1000;
-                kbps = if kbps == 0 { mbps } else { kbps.min(mbps) };
+            if let Some(rate) = self.rate.rate_kbps() {
+                let rate = u64::from(rate.max(1));
+                kbps = if kbps == 0 { rate } else { kbps.min(rate) };
             }
         }
         if kbps == 0 {

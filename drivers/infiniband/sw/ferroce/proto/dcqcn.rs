@@ -11,12 +11,22 @@
 //! `rp_dce_tcp_rtt`, and every `rp_time_reset` and every `rp_byte_reset` × 64 bytes sent the
 //! rate climbs back: fast recovery (`rc` halfway to `rt`) for `rp_threshold` steps, then
 //! additive (`rt += rp_ai_rate`) and, once both the timer and the byte counter are past the
-//! threshold, hyper increase (`rt += rp_hai_rate`). `alpha` is a fraction of 1024.
+//! threshold, hyper increase (`rt += rp_hai_rate`). `alpha` is a fraction of 1024 in the
+//! parameters, of 2^20 in a QP.
 //!
-//! Time is in nanoseconds from any fixed origin; rates in Mb/s, as mlx5 gives them.
+//! Time is in nanoseconds from any fixed origin. The parameters give rates in Mb/s, as mlx5
+//! does; a QP's rates are kept in kb/s, so that a cut of a few percent of a slow rate is not
+//! rounded away (at 14 Mb/s, a cut by an `alpha` under 1/7 is less than 1 Mb/s).
 
-/// `alpha` is `ALPHA_ONE` at 1.0.
+/// `alpha` is `ALPHA_ONE` at 1.0 in the parameters.
 const ALPHA_ONE: u32 = 1024;
+/// Bits of `alpha` a QP keeps below the parameters' 1024ths: its decay by `g / 1024` per
+/// period would otherwise round a small `alpha` down by a whole 1024th each time, to 0 within
+/// a few periods, so that CNPs a few periods apart (a slow rate) never raise it.
+const ALPHA_FRAC: u32 = 10;
+/// Decays of `alpha` applied at most at once: past this many it is 0 (or all but, for the
+/// slowest decay) whatever the parameters.
+const MAX_DECAYS: u64 = 1 << 14;
 /// Increase steps applied at most at once: past this many, `rc` and `rt` are at the line rate
 /// whatever the parameters (each step adds at least 1 Mb/s to `rt` and halves the gap to it).
 const MAX_STEPS: u64 = 1 << 20;
@@ -165,13 +175,18 @@ pub(crate) enum ParamError {
 }
 
 impl CcParams {
-    /// The rate ceiling for a link of `line_mbps`.
+    /// The rate ceiling for a link of `line_mbps`, in Mb/s.
     fn max_rate(&self, line_mbps: u32) -> u32 {
         match self.rp_max_rate {
             0 => line_mbps,
             m => m.min(line_mbps),
         }
         .max(self.rp_min_rate)
+    }
+
+    /// The rate ceiling for a link of `line_mbps`, in kb/s.
+    fn max_kbps(&self, line_mbps: u32) -> u32 {
+        kbps(self.max_rate(line_mbps))
     }
 }
 
@@ -212,6 +227,11 @@ const fn us(v: u32) -> u64 {
     v as u64 * 1000
 }
 
+/// `mbps` Mb/s in kb/s (the parameters' rates are at most 400 Gb/s: no overflow).
+const fn kbps(mbps: u32) -> u32 {
+    mbps.saturating_mul(1000)
+}
+
 /// The notification point of one QP: whether a CE-marked packet may be answered with a CNP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CnpGate {
@@ -250,7 +270,7 @@ pub(crate) enum CnpEffect {
 pub(crate) struct Dcqcn {
     /// Not limited until the first CNP.
     limited: bool,
-    /// Current and target rate, Mb/s.
+    /// Current and target rate, kb/s.
     rc: u32,
     rt: u32,
     alpha: u32,
@@ -286,37 +306,37 @@ impl Dcqcn {
         }
     }
 
-    /// The rate the QP may send at, Mb/s; `None` while it is not limited (no CNP yet, or it
+    /// The rate the QP may send at, kb/s; `None` while it is not limited (no CNP yet, or it
     /// has climbed back to the line rate).
-    pub(crate) fn rate(&self) -> Option<u32> {
+    pub(crate) fn rate_kbps(&self) -> Option<u32> {
         self.limited.then_some(self.rc)
     }
 
-    /// `alpha`, in 1024ths.
+    /// `alpha`, in 2^20ths.
     #[cfg(ferroce_host)]
     pub(crate) fn alpha(&self) -> u32 {
         self.alpha
     }
 
-    /// The target rate, Mb/s, while limited.
+    /// The target rate, kb/s, while limited.
     #[cfg(ferroce_host)]
-    pub(crate) fn target(&self) -> Option<u32> {
+    pub(crate) fn target_kbps(&self) -> Option<u32> {
         self.limited.then_some(self.rt)
     }
 
     /// A CNP for this QP arrived at `now`.
     pub(crate) fn on_cnp(&mut self, now: u64, p: &CcParams, line_mbps: u32) -> CnpEffect {
-        let max = p.max_rate(line_mbps);
+        let max = p.max_kbps(line_mbps);
         if self.alpha_at.is_none() {
             // The first CNP: `alpha` starts where the parameters say now.
-            self.alpha = p.rp_initial_alpha_value;
+            self.alpha = p.rp_initial_alpha_value << ALPHA_FRAC;
         }
         self.advance(now, p, line_mbps);
         self.decay_alpha(now, p);
         if !self.limited {
             let first = match p.rp_rate_to_set_on_first_cnp {
                 0 => max,
-                r => r.clamp(p.rp_min_rate, max),
+                r => kbps(r).clamp(kbps(p.rp_min_rate), max),
             };
             self.limited = true;
             self.rc = first;
@@ -330,15 +350,17 @@ impl Dcqcn {
                 if p.rp_clamp_tgt_rate == 1 || (p.rp_clamp_tgt_rate_ati == 1 && self.timer_raised) {
                     self.rt = self.rc;
                 }
-                let by_alpha = (u64::from(self.rc) * u64::from(self.alpha)) >> p.rp_gd;
+                let by_alpha =
+                    (u64::from(self.rc) * u64::from(self.alpha)) >> (p.rp_gd + ALPHA_FRAC);
                 let most = u64::from(self.rc) * u64::from(100 - p.rp_min_dec_fac) / 100;
                 let cut = by_alpha.min(most) as u32;
-                self.rc = (self.rc - cut).max(p.rp_min_rate);
+                self.rc = (self.rc - cut).max(kbps(p.rp_min_rate));
                 self.cut_at = Some(now);
                 CnpEffect::Cut
             }
         };
-        self.alpha = (self.alpha * p.rp_dce_tcp_g) / ALPHA_ONE + (ALPHA_ONE - 1 - p.rp_dce_tcp_g);
+        self.alpha = (self.alpha * p.rp_dce_tcp_g) / ALPHA_ONE
+            + ((ALPHA_ONE - 1 - p.rp_dce_tcp_g) << ALPHA_FRAC);
         self.alpha_at = Some(now);
         self.timer_at = now;
         self.t = 0;
@@ -373,8 +395,8 @@ impl Dcqcn {
         let period = us(p.rp_dce_tcp_rtt);
         let decays = now.saturating_sub(at) / period;
         self.alpha_at = Some(at + decays * period);
-        // Each decay takes at least 1 off a non-zero alpha below 1024.
-        for _ in 0..decays.min(u64::from(ALPHA_ONE)) {
+        // Each decay takes at least 1 off a non-zero alpha below 2^20.
+        for _ in 0..decays.min(MAX_DECAYS) {
             if self.alpha == 0 {
                 break;
             }
@@ -401,14 +423,14 @@ impl Dcqcn {
 
     /// One increase step; false once the QP is back at the ceiling and no longer limited.
     fn step(&mut self, p: &CcParams, line_mbps: u32) -> bool {
-        let max = p.max_rate(line_mbps);
+        let max = p.max_kbps(line_mbps);
         let f = p.rp_threshold;
         if self.t.max(self.bc) <= f {
             // Fast recovery: towards the rate before the cut.
         } else if self.t.min(self.bc) > f {
-            self.rt = self.rt.saturating_add(p.rp_hai_rate).min(max);
+            self.rt = self.rt.saturating_add(kbps(p.rp_hai_rate)).min(max);
         } else {
-            self.rt = self.rt.saturating_add(p.rp_ai_rate).min(max);
+            self.rt = self.rt.saturating_add(kbps(p.rp_ai_rate)).min(max);
         }
         // Rounded up, so the rate reaches the target.
         self.rc = ((u64::from(self.rc) + u64::from(self.rt)).div_ceil(2) as u32).min(max);
@@ -516,13 +538,41 @@ mod tests {
     #[test]
     fn a_first_cnp_cuts_the_line_rate_by_alpha_over_two() {
         let mut d = Dcqcn::new();
-        assert_eq!(d.rate(), None);
+        assert_eq!(d.rate_kbps(), None);
         assert_eq!(d.on_cnp(0, &P, LINE), CnpEffect::Cut);
-        // alpha 1023/1024: the cut is 10000 * 1023 >> 11 = 4995, within the 50% floor.
-        assert_eq!(d.rate(), Some(5_005));
-        assert_eq!(d.target(), Some(LINE));
-        // alpha = 1023 * 1019 / 1024 + 4 = 1018 + 4.
-        assert_eq!(d.alpha(), 1022);
+        // alpha 1023/1024: the cut is 10 Gb/s * 1023 >> 11 = 4995117 kb/s, within the 50% floor.
+        assert_eq!(d.rate_kbps(), Some(5_004_883));
+        assert_eq!(d.target_kbps(), Some(LINE * 1000));
+        // alpha = 1023/1024 * 1019/1024 + 4/1024, kept in 2^20ths.
+        assert_eq!(d.alpha(), 1023 * 1019 + (4 << 10));
+    }
+
+    #[test]
+    fn a_small_alpha_still_cuts_a_slow_rate() {
+        let mut p = P;
+        p.rp_rate_to_set_on_first_cnp = 14;
+        p.rp_initial_alpha_value = 4;
+        let mut d = Dcqcn::new();
+        d.on_cnp(0, &p, LINE);
+        // 14000 kb/s * 4 >> 11 = 27 kb/s (in whole Mb/s the cut would be 0: no cut at all).
+        assert_eq!(d.rate_kbps(), Some(13_973));
+    }
+
+    #[test]
+    fn cnps_ten_decays_apart_keep_alpha_up() {
+        let mut p = P;
+        p.rp_rate_reduce_monitor_period = 0;
+        p.rp_initial_alpha_value = 0;
+        let mut d = Dcqcn::new();
+        // A CNP every 10 us, alpha decaying every 1 us: each CNP adds 4/1024 and the ten
+        // decays take (1 - (1019/1024)^10), about 4.8%, off. Rounded to 1024ths each decay
+        // would take a whole 1024th off and alpha would stay at 4/1024; kept finer, it rises
+        // towards 4 / 0.048, about 83/1024.
+        for i in 0..2_000u64 {
+            d.on_cnp(i * 10_000, &p, LINE);
+        }
+        let a = d.alpha() >> 10;
+        assert!((75..=90).contains(&a), "alpha {a}/1024");
     }
 
     #[test]
@@ -532,13 +582,16 @@ mod tests {
         // Set after the QP was created, before its first CNP: alpha 512/1024 cuts by a quarter.
         p.rp_initial_alpha_value = 512;
         d.on_cnp(0, &p, LINE);
-        assert_eq!(d.rate(), Some(7_500));
+        assert_eq!(d.rate_kbps(), Some(7_500_000));
         // alpha = 512 * 1019 / 1024 + 4 = 509 + 4; later CNPs go on from there.
-        assert_eq!(d.alpha(), 513);
+        assert_eq!(d.alpha(), 512 * 1019 + (4 << 10));
         p.rp_initial_alpha_value = 1023;
         d.on_cnp(5, &p, LINE);
-        assert_eq!(d.rate(), Some(7_500), "within the monitor period");
-        assert_eq!(d.alpha(), 513 * 1019 / 1024 + 4);
+        assert_eq!(d.rate_kbps(), Some(7_500_000), "within the monitor period");
+        assert_eq!(
+            d.alpha(),
+            (512 * 1019 + (4 << 10)) * 1019 / 1024 + (4 << 10)
+        );
     }
 
     #[test]
@@ -547,14 +600,14 @@ mod tests {
         p.rp_min_dec_fac = 80;
         let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
-        assert_eq!(d.rate(), Some(8_000), "a 20% cut at most");
+        assert_eq!(d.rate_kbps(), Some(8_000_000), "a 20% cut at most");
         p.rp_min_dec_fac = 1;
         p.rp_min_rate = 3_000;
         p.rp_rate_reduce_monitor_period = 0;
         for i in 1..20 {
             d.on_cnp(i, &p, LINE);
         }
-        assert_eq!(d.rate(), Some(3_000));
+        assert_eq!(d.rate_kbps(), Some(3_000_000));
     }
 
     #[test]
@@ -563,23 +616,24 @@ mod tests {
         d.on_cnp(0, &P, LINE);
         let a = d.alpha();
         assert_eq!(d.on_cnp(3_999, &P, LINE), CnpEffect::AlphaOnly);
-        assert_eq!(d.rate(), Some(5_005));
+        assert_eq!(d.rate_kbps(), Some(5_004_883));
         // Three decays (1 µs each), then the CNP's rise.
         let decayed = (0..3).fold(a, |a, _| a * 1019 / 1024);
-        assert_eq!(d.alpha(), decayed * 1019 / 1024 + 4);
+        assert_eq!(d.alpha(), decayed * 1019 / 1024 + (4 << 10));
         assert_eq!(d.on_cnp(8_000, &P, LINE), CnpEffect::Cut);
-        assert!(d.rate().unwrap() < 5_005);
+        assert!(d.rate_kbps().unwrap() < 5_004_883);
     }
 
     #[test]
     fn alpha_decays_by_g_each_period_without_cnps() {
         let mut d = Dcqcn::new();
         d.on_cnp(0, &P, LINE);
-        assert_eq!(d.alpha(), 1022);
+        let a = 1023 * 1019 + (4 << 10);
+        assert_eq!(d.alpha(), a);
         d.advance(1_000, &P, LINE);
-        assert_eq!(d.alpha(), 1022 * 1019 / 1024);
+        assert_eq!(d.alpha(), a * 1019 / 1024);
         d.advance(2_999, &P, LINE);
-        assert_eq!(d.alpha(), 1022 * 1019 / 1024 * 1019 / 1024);
+        assert_eq!(d.alpha(), a * 1019 / 1024 * 1019 / 1024);
         // Long enough without CNPs, alpha reaches 0, and the next cut is 0.
         d.advance(10_000_000, &P, LINE);
         assert_eq!(d.alpha(), 0);
@@ -592,23 +646,36 @@ mod tests {
         p.rp_byte_reset = 1;
         let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
-        let (rc, rt) = (d.rate().unwrap(), d.target().unwrap());
-        assert_eq!((rc, rt), (5_005, 10_000));
-        // Two timer steps of fast recovery: rc halfway to rt, rt unchanged.
+        let (rc, rt) = (d.rate_kbps().unwrap(), d.target_kbps().unwrap());
+        assert_eq!((rc, rt), (5_004_883, 10_000_000));
+        // Two timer steps of fast recovery: rc halfway to rt (rounded up), rt unchanged.
         d.advance(300_000, &p, LINE);
-        assert_eq!((d.rate(), d.target()), (Some(7_503), Some(10_000)));
+        assert_eq!(
+            (d.rate_kbps(), d.target_kbps()),
+            (Some(7_502_442), Some(10_000_000))
+        );
         d.advance(600_000, &p, LINE);
-        assert_eq!((d.rate(), d.target()), (Some(8_752), Some(10_000)));
+        assert_eq!(
+            (d.rate_kbps(), d.target_kbps()),
+            (Some(8_751_221), Some(10_000_000))
+        );
         // The byte counter alone still fast-recovers (t 2, bc 1).
         d.on_sent(64, &p, LINE);
-        assert_eq!((d.rate(), d.target()), (Some(9_376), Some(10_000)));
+        assert_eq!(
+            (d.rate_kbps(), d.target_kbps()),
+            (Some(9_375_611), Some(10_000_000))
+        );
         // Then the target is at the line rate: the next step reaches it and ends the limit.
         d.advance(900_000, &p, LINE);
-        assert_eq!(d.rate(), Some(9_688));
-        for i in 4..20 {
+        assert_eq!(d.rate_kbps(), Some(9_687_806));
+        for i in 4..40 {
             d.advance(i * 300_000, &p, LINE);
         }
-        assert_eq!(d.rate(), None, "back at the line rate, no longer limited");
+        assert_eq!(
+            d.rate_kbps(),
+            None,
+            "back at the line rate, no longer limited"
+        );
     }
 
     #[test]
@@ -620,20 +687,20 @@ mod tests {
         let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
         // Clamped: rt = rc before the cut.
-        assert_eq!(d.target(), Some(10_000));
+        assert_eq!(d.target_kbps(), Some(10_000_000));
         p.rp_rate_reduce_monitor_period = 0;
         d.on_cnp(1, &p, LINE);
-        let rc = d.rate().unwrap();
-        assert_eq!(d.target(), Some(5_005));
+        let rc = d.rate_kbps().unwrap();
+        assert_eq!(d.target_kbps(), Some(5_004_883));
         d.advance(300_001, &p, LINE); // t 1: fast recovery
-        assert_eq!(d.target(), Some(5_005));
-        d.advance(600_001, &p, LINE); // t 2, bc 0: additive
-        assert_eq!(d.target(), Some(5_010));
+        assert_eq!(d.target_kbps(), Some(5_004_883));
+        d.advance(600_001, &p, LINE); // t 2, bc 0: additive, 5 Mb/s
+        assert_eq!(d.target_kbps(), Some(5_009_883));
         d.on_sent(64, &p, LINE); // t 2, bc 1: additive
-        assert_eq!(d.target(), Some(5_015));
-        d.on_sent(64, &p, LINE); // t 2, bc 2: hyper
-        assert_eq!(d.target(), Some(5_065));
-        assert!(d.rate().unwrap() > rc);
+        assert_eq!(d.target_kbps(), Some(5_014_883));
+        d.on_sent(64, &p, LINE); // t 2, bc 2: hyper, 50 Mb/s
+        assert_eq!(d.target_kbps(), Some(5_064_883));
+        assert!(d.rate_kbps().unwrap() > rc);
     }
 
     #[test]
@@ -643,10 +710,10 @@ mod tests {
         p.rp_max_rate = 8_000;
         let mut d = Dcqcn::new();
         d.on_cnp(0, &p, LINE);
-        assert_eq!(d.rate(), Some(2_000 - (2_000 * 1023 >> 11)));
-        assert_eq!(d.target(), Some(8_000));
+        assert_eq!(d.rate_kbps(), Some(2_000_000 - (2_000_000 * 1023 >> 11)));
+        assert_eq!(d.target_kbps(), Some(8_000_000));
         d.advance(u64::MAX / 2, &p, LINE);
-        assert_eq!(d.rate(), None);
+        assert_eq!(d.rate_kbps(), None);
     }
 
     /// Deterministic xorshift, for the property test below.
@@ -669,7 +736,7 @@ mod tests {
                 }
             }
             let line = 1 + (rng(&mut seed) % 100_000) as u32;
-            let max = p.max_rate(line);
+            let max = p.max_kbps(line);
             let mut d = Dcqcn::new();
             let mut now = 0u64;
             for _ in 0..500 {
@@ -681,10 +748,13 @@ mod tests {
                     1 => d.advance(now, &p, line),
                     _ => d.on_sent(rng(&mut seed) % 4_000_000, &p, line),
                 }
-                assert!(d.alpha() < ALPHA_ONE);
-                if let Some(rc) = d.rate() {
-                    assert!(rc >= p.rp_min_rate.min(max) && rc <= max, "{rc} of {max}");
-                    assert!(d.target().unwrap() <= max);
+                assert!(d.alpha() < ALPHA_ONE << ALPHA_FRAC);
+                if let Some(rc) = d.rate_kbps() {
+                    assert!(
+                        rc >= kbps(p.rp_min_rate).min(max) && rc <= max,
+                        "{rc} of {max}"
+                    );
+                    assert!(d.target_kbps().unwrap() <= max);
                 }
             }
         }
