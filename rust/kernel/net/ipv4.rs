@@ -65,6 +65,14 @@ impl Route {
         !unsafe { bindings::dst_check(&raw mut (*self.rt).dst, 0) }.is_null()
     }
 
+    /// Whether the route leads to one host elsewhere: not a broadcast, multicast or local
+    /// destination.
+    pub fn is_unicast(&self) -> bool {
+        // SAFETY: By the type invariant the route is alive.
+        let rt_type = unsafe { (*self.rt).rt_type };
+        u32::from(rt_type) == bindings::RTN_UNICAST
+    }
+
     /// The device the route leaves by.
     pub fn dev(&self) -> Option<&NetDevice> {
         // SAFETY: By the type invariant the route is alive, and it holds its device.

@@ -347,14 +347,21 @@ pub(crate) fn on_ce(cx: &mut QpCtx<'_>, pkt: &Packet<'_>, counters: &Counters) {
     }
     if let Some(path) = cx.inner.path(cx.qp.qpn()) {
         let to = cx.inner.attr.dest_qp_num;
-        send_cnp(cx, path, to, counters);
+        send_cnp(cx, path, to, false, counters);
     }
 }
 
+/// Payload bytes a datagram needs to be answered with a CNP: with fewer, its packet would be
+/// shorter than the CNP (BTH, DETH and ICRC against BTH, 16 reserved bytes and ICRC).
+const CNP_TRIGGER_MIN_PAYLOAD: usize = 8;
+
 /// A datagram for a UD `qp`, with its Q_Key, came CE-marked: counted, and answered with a CNP
-/// to the QP that sent it (`src_qpn`, its DETH's), at the address it came from, as for RC. The
-/// sender's address is not checked (UD has no peer): a forged one gets one CNP per packet at
-/// most, no larger than it, and no more often than the QP's gate lets one out.
+/// to the QP that sent it (`src_qpn`, its DETH's), at the address it came from, as for RC.
+///
+/// UD has no peer to check the source against, so a forged datagram chooses where the CNP
+/// goes: it gets one only if it is no shorter than the CNP, from a unicast address of another
+/// host (not a broadcast, multicast, local or loopback one), and no more often than the QP's
+/// gate lets one out.
 pub(crate) fn on_datagram_ce(
     cx: &mut QpCtx<'_>,
     pkt: &Packet<'_>,
@@ -362,7 +369,7 @@ pub(crate) fn on_datagram_ce(
     counters: &Counters,
 ) {
     counters.inc(Counter::NpEcnMarked);
-    if cx.shared.qp_type() != QpType::Ud {
+    if cx.shared.qp_type() != QpType::Ud || pkt.payload.len() < CNP_TRIGGER_MIN_PAYLOAD {
         return;
     }
     // Back the way it came: from the address it reached to the one it left.
@@ -373,14 +380,15 @@ pub(crate) fn on_datagram_ce(
         hop_limit: 0,
         flow_label: 0,
     };
-    if let Some(path) = back.path(cx.qp.qpn(), src_qpn) {
-        send_cnp(cx, path, src_qpn, counters);
+    match back.path(cx.qp.qpn(), src_qpn) {
+        Some(path) if !path.is_loopback() => send_cnp(cx, path, src_qpn, true, counters),
+        _ => {}
     }
 }
 
 /// Sends a CNP along `path` to QP `to`, while congestion control is on and unless one left
-/// `cx`'s QP within `np_min_time_between_cnps`.
-fn send_cnp(cx: &mut QpCtx<'_>, path: Path, to: u32, counters: &Counters) {
+/// `cx`'s QP within `np_min_time_between_cnps`; with `unicast`, only to another host.
+fn send_cnp(cx: &mut QpCtx<'_>, path: Path, to: u32, unicast: bool, counters: &Counters) {
     let cc = &cx.dev().cc;
     if !cc.enabled() {
         return;
@@ -392,10 +400,13 @@ fn send_cnp(cx: &mut QpCtx<'_>, path: Path, to: u32, counters: &Counters) {
     let mut bth = Bth::new(Opcode::Cnp as u8, to, Psn::default());
     bth.becn = true;
     let path = path.with_tclass(dcqcn::cnp_tclass(&params));
-    if let Ok(Ok(())) = cx
-        .shared
-        .with_path(cx.qp, path, |x| x.send(&bth, &ExtHeaders::default(), &[]))
-    {
+    let sent = cx.shared.with_path(cx.qp, path, |x| {
+        if unicast && !x.is_unicast() {
+            return Err(EHOSTUNREACH);
+        }
+        x.send(&bth, &ExtHeaders::default(), &[])
+    });
+    if let Ok(Ok(())) = sent {
         counters.inc(Counter::NpCnpSent);
     }
 }

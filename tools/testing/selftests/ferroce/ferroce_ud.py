@@ -273,8 +273,8 @@ def forged_source(dev, addr, addr6, peer, foreign, foreign6):
 
 # The ECN field of an IP header: CE, and ECT(0).
 CE, ECT0 = 3, 2
-# The QPN roce_inject's good_ud datagrams come from (their DETH).
-INJECTED_SRC_QPN = 0x11
+# The QPN the crafted datagrams name as their source (their DETH).
+INJECTED_SRC_QPN = 0x5a5a5
 
 
 def cc_file(dev, name):
@@ -282,8 +282,12 @@ def cc_file(dev, name):
 
 
 def set_cc(dev, name, value):
+    """Sets DEV's congestion-control setting NAME to VALUE; returns what it was."""
+    with open(cc_file(dev, name)) as f:
+        was = f.read().strip()
     with open(cc_file(dev, name), "w") as f:
         f.write(f"{value}\n")
+    return was
 
 
 def ce_marked(dev, addr, ns, peer):
@@ -306,7 +310,8 @@ def ce_marked(dev, addr, ns, peer):
     qp = ud_qp(pd, cq, QPCap(max_send_wr=1, max_recv_wr=128, max_send_sge=1, max_recv_sge=1))
     for i in range(128):
         qp.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[SGE(mr.buf + 512 * i, 512, mr.lkey)]))
-    tx = roce_inject.Sender(peer, addr, ns=ns, qpn=qp.qp_num, qkey=QP_QKEY)
+    tx = roce_inject.Sender(peer, addr, ns=ns, qpn=qp.qp_num, qkey=QP_QKEY,
+                            src_qpn=INJECTED_SRC_QPN)
 
     def received():
         n = 0
@@ -318,12 +323,12 @@ def ce_marked(dev, addr, ns, peer):
             if got == 0:
                 return n
 
-    def run(name, n, tos, qkey=QP_QKEY, burst=False, want_recv=None, want_marked=0,
-            want_cnps=0):
+    def run(name, n, tos, qkey=QP_QKEY, burst=False, payload=None, want_recv=None,
+            want_marked=0, want_cnps=0, want_bad_qkey=0):
         """Sends N good_ud datagrams with TOS, 20 ms apart or in one burst; checks what DEV
         received, counted and sent back."""
         before = counters(dev)
-        pkt = tx.packet("good_ud", tos=tos, qkey=qkey)
+        pkt = tx.packet("good_ud", tos=tos, qkey=qkey, payload=payload)
         with roce_inject.Capture(ns, addr) as cap:
             if burst:
                 tx.send_burst([pkt] * n)
@@ -338,6 +343,8 @@ def ce_marked(dev, addr, ns, peer):
         sent = after["np_cnp_sent"] - before["np_cnp_sent"]
         good = True
         for f in frames:
+            # The IP packet only, whatever padding its frame had.
+            f = f[:int.from_bytes(f[2:4], "big")]
             ihl = (f[0] & 0xf) * 4
             ip, udp, body = f[:ihl], f[ihl:ihl + 8], f[ihl + 8:-4]
             icrc = int.from_bytes(f[-4:], "little")
@@ -350,29 +357,34 @@ def ce_marked(dev, addr, ns, peer):
                 print(f"# {name}: not the CNP expected: {fields}", flush=True)
                 good = False
         want_recv = n if want_recv is None else want_recv
-        good &= (recv, marked, sent, len(frames)) == (want_recv, want_marked, want_cnps,
-                                                       want_cnps)
+        bad_qkey = after["rcvd_drop_bad_qkey"] - before["rcvd_drop_bad_qkey"]
+        good &= (recv, marked, sent, len(frames), bad_qkey) == (
+            want_recv, want_marked, want_cnps, want_cnps, want_bad_qkey)
         print(f"{'ok' if good else 'WRONG'}: {name}: {n} sent, {recv} received "
               f"(want {want_recv}), {marked} counted marked (want {want_marked}), "
-              f"{sent} CNPs sent and {len(frames)} seen (want {want_cnps})", flush=True)
+              f"{sent} CNPs sent and {len(frames)} seen (want {want_cnps}), "
+              f"{bad_qkey} dropped for their Q_Key (want {want_bad_qkey})", flush=True)
         return good
 
     ok = run("ECT(0), not marked", 10, ECT0)
     ok &= run("CE-marked, 20 ms apart", 10, CE, want_marked=10, want_cnps=10)
-    ok &= run("CE-marked, wrong Q_Key", 10, CE, qkey=QP_QKEY ^ 1, want_recv=0)
-    # One CNP per gap: 20 marked datagrams within far less than 500 ms.
-    set_cc(dev, "cc_params/np_min_time_between_cnps", 131071)
+    ok &= run("CE-marked, wrong Q_Key", 10, CE, qkey=QP_QKEY ^ 1, want_recv=0,
+              want_bad_qkey=10)
+    # A datagram shorter than the CNP would be (payload under 8 bytes) gets none.
+    ok &= run("CE-marked, 4 bytes of payload", 5, CE, payload=4, want_marked=5)
+    # One CNP per gap: 20 marked datagrams within far less than 131 ms.
+    was = set_cc(dev, "cc_params/np_min_time_between_cnps", 131071)
     try:
         ok &= run("CE-marked burst, 131 ms gap", 20, CE, burst=True, want_marked=20,
                   want_cnps=1)
     finally:
-        set_cc(dev, "cc_params/np_min_time_between_cnps", 4)
+        set_cc(dev, "cc_params/np_min_time_between_cnps", was)
     time.sleep(0.2)
-    set_cc(dev, "cc_enable", 0)
+    was = set_cc(dev, "cc_enable", 0)
     try:
         ok &= run("CE-marked, congestion control off", 5, CE, want_marked=5)
     finally:
-        set_cc(dev, "cc_enable", 1)
+        set_cc(dev, "cc_enable", was)
     tx.close()
     for o in (qp, mr, cq, pd, ctx):
         o.close()

@@ -164,8 +164,9 @@ def build(case, args):
     if case == "good":
         return frame(args, good())
     if case == "good_ud":
-        return frame(args, transport(UD_SEND_ONLY, q, p, ext=deth(args.qkey, 0x11),
-                                     payload=PAYLOAD))
+        data = PAYLOAD if args.payload is None else PAYLOAD[:args.payload]
+        return frame(args, transport(UD_SEND_ONLY, q, p, ext=deth(args.qkey, args.src_qpn),
+                                     payload=data))
     if case == "bad_icrc":
         return frame(args, good(), flip=True)
     if case == "truncated":
@@ -441,6 +442,8 @@ def parse_args(argv):
     ap.add_argument("--tos", type=int_arg, default=0, help="IPv4 TOS / IPv6 traffic class")
     ap.add_argument("--sport", type=int_arg, default=0xc001, help="UDP source port")
     ap.add_argument("--qkey", type=int_arg, default=0, help="Q_Key of good_ud (default 0)")
+    ap.add_argument("--src-qpn", type=int_arg, default=0x11,
+                    help="source QPN in good_ud's DETH (default 0x11)")
     ap.add_argument("--rkey", type=int_arg, default=0, help="R_Key of the rc_* cases")
     ap.add_argument("--va", type=int_arg, default=0, help="remote address of the rc_* cases")
     ap.add_argument("--length", type=int_arg, default=16, help="RETH length (default 16)")
@@ -449,7 +452,7 @@ def parse_args(argv):
     ap.add_argument("--swap", type=int_arg, default=1, help="what rc_cmp_swap swaps in")
     ap.add_argument("--payload", type=int_arg, default=None,
                     help="payload bytes of rc_write/rc_send/rc_atomic_write/uc_* "
-                    "(default --length)")
+                    "(default --length), and of good_ud (at most 16, the default)")
     ap.add_argument("--syndrome", type=int_arg, default=0x1f,
                     help="AETH syndrome of rc_ack (default 0x1f, an ACK)")
     ap.add_argument("--placement", type=int_arg, default=1,

@@ -79,6 +79,22 @@ impl TxPath {
         })
     }
 
+    /// Whether it leads to one other host: for IPv4 a unicast route (not a broadcast,
+    /// multicast or local one), for IPv6 a destination that is neither unspecified, loopback,
+    /// multicast nor IPv4-mapped.
+    pub(crate) fn is_unicast(&self) -> bool {
+        match (&self.route, &self.path) {
+            (Route::V4(r), _) => r.is_unicast(),
+            (Route::V6(_), Path::V6(p)) => {
+                let a = &p.daddr;
+                let unspecified_or_loopback = a[..15].iter().all(|&b| b == 0) && a[15] <= 1;
+                let mapped = a[..10].iter().all(|&b| b == 0) && a[10] == 0xff && a[11] == 0xff;
+                !unspecified_or_loopback && !mapped && a[0] != 0xff
+            }
+            _ => false,
+        }
+    }
+
     /// Whether this is still the way to `path`: same path, and a route that still holds.
     pub(crate) fn is_current(&self, path: &Path) -> bool {
         self.path == *path
@@ -105,6 +121,11 @@ impl<'a> Xmit<'a> {
     /// The device it sends from.
     pub(crate) fn device(&self) -> &'a Device<Ferroce> {
         self.dev
+    }
+
+    /// Whether it sends to one other host (see [`TxPath::is_unicast`]).
+    pub(crate) fn is_unicast(&self) -> bool {
+        self.to.is_unicast()
     }
 
     /// Queues one packet.
