@@ -3,12 +3,13 @@
 # Runs inside the guest (scripts/bench.sh boots it). Two netns joined by veth; for each MTU and
 # repetition, each driver in turn (alternating order) runs perftest, then kernel TCP runs iperf3.
 # Appends one JSON object per measurement to OUT.
-#   usage: bench-guest.sh OUT C_RXE_KO
+#   usage: bench-guest.sh OUT C_RXE_KO [INCAST]
+# INCAST: the path of ferroce_incast.sh (selftests, built), whose table ends the run.
 # Environment: BENCH_REPS (3), BENCH_SIZES (64 .. 1 MiB, powers of 4), BENCH_MTUS ("1500 9000"),
 # BENCH_SECONDS (2, per bandwidth run), BENCH_QPS (QP counts of the 64 KiB write sweep,
 # "1 2 4 8 16 64"), BENCH_PROFILE (1: a perf profile of each driver, see profile()).
 set -uo pipefail
-out=$1 c_rxe=$2
+out=$1 c_rxe=$2 incast=${3:-}
 out_dir=$(dirname "$out")
 reps=${BENCH_REPS:-3}
 sizes=${BENCH_SIZES:-"64 256 1024 4096 16384 65536 262144 1048576"}
@@ -248,4 +249,22 @@ for mtu in $mtus; do
 	done
 done
 teardown_net
+
+# Incast through a bottleneck, DCQCN off and on (the kselftest's table; BENCH_INCAST=0 skips it).
+if [ -n "$incast" ] && [ "${BENCH_INCAST:-1}" = 1 ]; then
+	echo "# bench: incast (ferroce_incast.sh)"
+	res=$(bash "$incast" 2>&1)
+	echo "$res" | grep -E '^(ok|not ok|# (dcqcn|off|on) )' | sed 's/^/  /'
+	# Only well-formed lines: one the script could not fill in would break the whole report.
+	n=$(echo "$res" | sed -n 's/^# incast-json {\(.*\)}$/{"driver":"ferroce","test":"incast",\1}/p' |
+		python3 -c 'import json, sys
+for line in sys.stdin:
+    try:
+        json.loads(line)
+    except ValueError:
+        continue
+    print(line, end="")' | tee -a "$out" | wc -l)
+	[ "$n" = 2 ] || printf '{"driver":"ferroce","test":"incast","failed":"%s"}\n' \
+		"$(echo "$res" | grep -E '^(not ok|Bail out)' | head -n 3 | tr -d '"\\' | tr '\n' ';')" >>"$out"
+fi
 echo "# bench: done"

@@ -28,6 +28,7 @@ failures = []
 unavailable = set()
 memory = {}
 profiles = []
+incast = []
 for r in rows:
     test = r.get("test")
     if test == "unavailable":
@@ -36,6 +37,8 @@ for r in rows:
         memory[r["driver"]] = r.get("result") or {"failed": r.get("failed")}
     elif test.startswith("profile-"):
         profiles.append(r)
+    elif test == "incast":
+        incast.append(r)
     else:
         key = (r["driver"], r["mtu"], test, r["size"])
         runs[key] += 1
@@ -155,6 +158,22 @@ if profiles:
         top = ", ".join(t.replace("=", " ") for t in p["top"].split(";")[:8] if t)
         lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | {ms:.0f} | {per_pkt:.1f} | "
                      f"{per_byte:.2f} | {top} |")
+
+if incast:
+    lines.append("\n## Incast: 3 senders into 1 receiver through a bottleneck, DCQCN off and on\n")
+    lines.append("tools/testing/selftests/ferroce/ferroce_incast.sh: RDMA WRITEs (every byte checked) "
+                 "through tbf + RED (marks ECN-capable packets, drops the rest), an 8-byte "
+                 "ib_write_lat probe sharing the queue; go-back-N = sequence NAKs + ACK timeouts.\n")
+    lines.append("| DCQCN | bottleneck | drops | CE marks | go-back-N | goodput Mb/s | Jain | "
+                 "probe p99 us | per sender Mb/s |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in incast:
+        if "failed" in r:
+            lines.append(f"| failed: {r['failed']} | | | | | | | | |")
+            continue
+        lines.append(f"| {r['dcqcn']} | {r['bottleneck']} | {r['drops']} | {r['marked']} | "
+                     f"{r['resends']} | {r['goodput_mbps']:.2f} | {r['jain']:.3f} | "
+                     f"{r['p99_us']:.0f} | {r['senders_mbps']} |")
 
 if micro:
     lines.append("\n## Host micro-benchmarks (pure hot paths)\n")

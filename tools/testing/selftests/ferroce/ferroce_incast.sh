@@ -1,0 +1,289 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Incast through a bottleneck, with DCQCN off and on, side by side. Three senders (namespaces ferroce_ic_s1..3, devices fs1..3) each WRITE the same amount into one receiver
+# (ferroce_ic_r, fr) through a router (ferroce_ic_sw) whose port towards the receiver is the
+# bottleneck: tbf at BOTTLENECK with a RED queue below it that marks ECN-capable packets CE and
+# drops the others. A fourth sender (ferroce_ic_p, fp) probes the same queue with 8-byte RDMA
+# WRITEs (ib_write_lat) meanwhile. Control traffic (ferroce_xfer's and perftest's TCP) takes
+# veths of its own straight to the receiver.
+#
+# With congestion control on, the senders' packets leave ECT(0): RED marks them, the receiver
+# answers with CNPs and each sender's DCQCN rate settles near its share; off, they leave not
+# ECN-capable and RED drops them, which go-back-N resends. Reported as a table: bottleneck drops
+# and marks, go-back-N rounds (sequence NAKs and ACK timeouts), aggregate goodput, Jain's
+# fairness index over the senders, and the probe's 99th percentile latency. Required with DCQCN
+# on: at least 10x fewer drops than off, fairness >= 0.9, a lower probe p99 than off; every byte
+# checked by ferroce_xfer in both runs.
+#
+# TCG is slow: the bottleneck is well below what the senders can send together, so the qdisc,
+# not the CPU, sets the pace; DCQCN is set for that fabric (see DCQCN below).
+# INCAST_SAMPLE=1 writes the queue's backlog and fs1's counters every few tenths of a second
+# to /tmp/ferroce_ic.samples (for diagnosis).
+
+source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
+
+SW=ferroce_ic_sw
+R=ferroce_ic_r
+HOSTS="ferroce_ic_s1 ferroce_ic_s2 ferroce_ic_s3 ferroce_ic_p"
+XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
+# In Mb/s, as tc spells it.
+BOTTLENECK=${INCAST_BOTTLENECK:-10mbit}
+# 64 KiB WRITEs per sender: about 15 s at a third of the bottleneck.
+MESSAGES=${INCAST_MESSAGES:-96}
+PROBES=${INCAST_PROBES:-200}
+SENDERS=3
+GO=/tmp/ferroce_ic_go
+LOG=/tmp/ferroce_ic
+
+ktap_print_header
+require rdma ip tc timeout ib_write_lat awk
+[ -x "$XFER" ] || missing "ferroce_xfer is not built"
+ktap_set_plan 6
+
+cleanup() {
+	local ns d
+	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
+	for ns in $HOSTS $R $SW; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
+	done
+	for d in fs1 fs2 fs3 fp fr; do rdma link del "$d" 2>/dev/null; done
+	for ns in $HOSTS $R $SW; do ip netns del "$ns" 2>/dev/null; done
+	modprobe -r rdma_rxe 2>/dev/null
+	rm -f "$GO"
+}
+trap cleanup EXIT
+
+# host K, dev_of K: the namespace of sender K (4: the probe), and its device.
+host() {
+	local k=$1
+	set -- $HOSTS
+	eval echo "\${$k}"
+}
+dev_of() { [ "$1" = 4 ] && echo fp || echo "fs$1"; }
+
+setup() {
+	local k ns
+	cleanup
+	modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe"
+	ip netns add "$SW" && ip netns add "$R" || ktap_exit_fail_msg "cannot create namespaces"
+	ip netns exec "$SW" sysctl -qw net.ipv4.ip_forward=1
+	ip -n "$R" link add dv type veth peer name ur netns "$SW" &&
+		ip -n "$R" addr add 10.80.9.2/24 dev dv && ip -n "$SW" addr add 10.80.9.1/24 dev ur &&
+		ip -n "$R" link set dv up && ip -n "$SW" link set ur up &&
+		ip -n "$R" route add 10.80.0.0/16 via 10.80.9.1 ||
+		ktap_exit_fail_msg "cannot wire the receiver"
+	for k in 1 2 3 4; do
+		ns=$(host $k)
+		ip netns add "$ns" &&
+			ip -n "$ns" link add dv type veth peer name "u$k" netns "$SW" &&
+			ip -n "$ns" addr add "10.80.$k.2/24" dev dv &&
+			ip -n "$SW" addr add "10.80.$k.1/24" dev "u$k" &&
+			ip -n "$ns" link set dv up && ip -n "$SW" link set "u$k" up &&
+			ip -n "$ns" route add 10.80.0.0/16 via "10.80.$k.1" &&
+			tc -n "$ns" qdisc replace dev dv root fq &&
+			ip -n "$ns" link add cv type veth peer name "c$k" netns "$R" &&
+			ip -n "$ns" addr add "10.81.$k.2/24" dev cv &&
+			ip -n "$R" addr add "10.81.$k.1/24" dev "c$k" &&
+			ip -n "$ns" link set cv up && ip -n "$R" link set "c$k" up &&
+			ip netns exec "$ns" rdma link add "$(dev_of $k)" type rxe netdev dv ||
+			ktap_exit_fail_msg "cannot wire sender $k"
+	done
+	ip netns exec "$R" rdma link add fr type rxe netdev dv || ktap_exit_fail_msg "rdma link add fr"
+	for _ in $(seq 50); do
+		GR=$(gid_index fr) && G1=$(gid_index fs1) && G2=$(gid_index fs2) &&
+			G3=$(gid_index fs3) && G4=$(gid_index fp) && break
+		sleep 0.1
+	done
+	[ -n "$G4" ] || ktap_exit_fail_msg "no IPv4 GIDs"
+}
+
+# bottleneck: the receiver's port of the router sends at BOTTLENECK through RED, which marks
+# ECN-capable packets and drops the others; made afresh, so its counters start at 0.
+bottleneck() {
+	tc -n "$SW" qdisc del dev ur root 2>/dev/null
+	tc -n "$SW" qdisc add dev ur root handle 1: tbf rate "$BOTTLENECK" burst 3000 limit 100000 &&
+		tc -n "$SW" qdisc add dev ur parent 1:1 handle 10: red limit 60000 min 6000 \
+			max 18000 avpkt 1100 burst 20 bandwidth "$BOTTLENECK" probability 0.2 ecn
+}
+
+# red_stat FIELD: RED's "dropped" or "marked" count at the bottleneck.
+red_stat() {
+	tc -n "$SW" -s qdisc show dev ur | awk -v f="$1" '
+		/^qdisc red/ {red = 1; next} /^qdisc/ {red = 0}
+		red && f == "dropped" && /dropped/ {sub(/.*dropped /, ""); sub(/,.*/, ""); print; exit}
+		red && f == "marked" && /marked/ {for (i = 1; i < NF; i++) if ($i == "marked") {print $(i + 1); exit}}'
+}
+
+# resends: the senders' go-back-N rounds (sequence NAKs and ACK timeouts).
+resends() {
+	local d n sum=0
+	for d in fs1 fs2 fs3; do
+		for n in rcvd_seq_err completer_retry_err; do
+			sum=$((sum + $(counter "$d" "$n")))
+		done
+	done
+	echo "$sum"
+}
+
+# The fabric's DCQCN settings, as an operator sets them for its link speed and round trip (mlx5
+# users do it in the same files): NVIDIA's defaults are for 100 Gb/s links with microsecond round
+# trips; here the bottleneck is BOTTLENECK and a round trip takes a millisecond or more. The
+# timers are multiplied by SCALE, and the rates are the bottleneck's: the first CNP starts a QP
+# at it (not at the 100 Gb/s a soft device's line rate stands for), the ceiling is 4x it, and
+# the increase steps are its 10th and 2nd. Every CNP clamps the target to the rate (as in the
+# paper): with CNPs a millisecond apart, the timer that clamps it by default never runs between
+# two, and the target would stay at the ceiling. What is not named keeps its default.
+SCALE=${INCAST_SCALE:-400}
+MBPS=${BOTTLENECK%mbit}
+# rp_time_reset (300 us x SCALE) may be 131071 us at most.
+[[ $MBPS =~ ^[0-9]+$ && $SCALE =~ ^[0-9]+$ ]] && [ "$MBPS" -ge 1 ] && [ "$SCALE" -ge 1 ] &&
+	[ "$SCALE" -le 436 ] || ktap_exit_fail_msg "INCAST_BOTTLENECK (Nmbit) or INCAST_SCALE (1-436)"
+DCQCN="rp_time_reset=$((300 * SCALE)) rp_dce_tcp_rtt=$((1 * SCALE))
+	rp_rate_reduce_monitor_period=$((4 * SCALE)) np_min_time_between_cnps=$((4 * SCALE))
+	rp_rate_to_set_on_first_cnp=$MBPS rp_max_rate=$((4 * MBPS)) rp_ai_rate=$(((MBPS + 9) / 10))
+	rp_hai_rate=$(((MBPS + 1) / 2)) rp_clamp_tgt_rate=1"
+
+# set_cc ON: cc_enable on every device, and the fabric's DCQCN settings.
+set_cc() {
+	local d kv
+	for d in fs1 fs2 fs3 fp fr; do
+		echo "$1" >"$(cc_file "$d" cc_enable)" || return 1
+		for kv in $DCQCN; do
+			echo "${kv#*=}" >"$(cc_file "$d" "cc_params/${kv%=*}")" || return 1
+		done
+	done
+}
+
+# incast ON: one run; fills RUN_* with its figures. Fails if a transfer fails (ferroce_xfer
+# checks every byte) or the probe reports nothing.
+incast() {
+	local k pids=() rc=0 resends0
+	set_cc "$1" && bottleneck || return 1
+	resends0=$(resends)
+	rm -f "$GO" "$LOG".srv?
+	for k in $(seq "$SENDERS"); do
+		ip netns exec "$R" timeout 300 "$XFER" -d fr -g "$GR" -t rc -o write -s 65536 \
+			-n "$MESSAGES" -w 16 -p $((18600 + k)) --timeout 120 >"$LOG.srv$k" 2>&1 &
+		pids+=($!)
+	done
+	ip netns exec "$R" timeout 300 ib_write_lat -d fr -x "$GR" -s 8 -n "$PROBES" -F \
+		-p 18520 >"$LOG.lat_srv" 2>&1 &
+	pids+=($!)
+	for k in $(seq "$SENDERS"); do
+		wait_port "$R" $((18600 + k)) || rc=1
+	done
+	wait_port "$R" 18520 || rc=1
+	if [ "$rc" -ne 0 ]; then
+		echo "# a server did not listen"
+		kill "${pids[@]}" 2>/dev/null
+		return 1
+	fi
+	for k in $(seq "$SENDERS"); do
+		ip netns exec "$(host $k)" timeout 300 "$XFER" -d "fs$k" -g "$(eval echo "\$G$k")" \
+			-t rc -o write -s 65536 -n "$MESSAGES" -w 16 -p $((18600 + k)) --timeout 120 \
+			--start-on "$GO" "10.81.$k.1" >"$LOG.cli$k" 2>&1 &
+		pids+=($!)
+	done
+	sleep 1
+	touch "$GO"
+	if [ -n "${INCAST_SAMPLE:-}" ]; then
+		: >"$LOG.samples"
+		(for _ in $(seq 120); do
+			echo "# t $(date +%s.%N | cut -c7-14) backlog $(tc -n "$SW" -s qdisc show dev ur |
+				awk '/^qdisc red/ {r = 1} r && /backlog/ {print $2; exit}')" \
+				"drops $(red_stat dropped) fs1 $(rdma statistic show link fs1/1 | awk '{for (i = 1; i < NF; i++)
+					if ($i ~ /^(sent_pkts|rp_cnp_handled|completer_retry_err|rcvd_seq_err)$/)
+					printf "%s ", $(i + 1)}')"
+			sleep 0.2
+		done) >>"$LOG.samples" &
+		SAMPLER=$!
+	fi
+	# The probe starts once the queue has filled.
+	sleep 3
+	ip netns exec "$(host 4)" timeout 300 ib_write_lat -d fp -x "$G4" -s 8 -n "$PROBES" -F \
+		-p 18520 10.81.4.1 >"$LOG.lat_cli" 2>&1 || rc=1
+	for k in "${pids[@]}"; do
+		wait "$k" || rc=1
+	done
+	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
+	SAMPLER=
+	RUN_DROPS=$(red_stat dropped) RUN_MARKED=$(red_stat marked)
+	RUN_RESENDS=$(($(resends) - resends0))
+	# Goodput per sender, Mb/s: the bytes its receiver checked over the time to the last.
+	RUN_RATES=$(for k in $(seq "$SENDERS"); do
+		awk '/byte-exact/ && $NF == "s" {b = $0; sub(/.*\(/, "", b); sub(/ bytes.*/, "", b)
+			printf "%.3f ", b * 8 / $(NF - 1) / 1e6}' "$LOG.srv$k"
+	done)
+	RUN_BYTES=$(cat "$LOG".srv? | awk '/byte-exact/ {b = $0; sub(/.*\(/, "", b)
+		sub(/ bytes.*/, "", b); s += b} END {print s + 0}')
+	RUN_P99=$(awk '$1 == 8 && $2 ~ /^[0-9]+$/ {print $8; exit}' "$LOG.lat_cli")
+	if [ "$rc" -ne 0 ] || [ "$(echo $RUN_RATES | wc -w)" -ne "$SENDERS" ] || [ -z "$RUN_P99" ]; then
+		for f in "$LOG".srv1 "$LOG".srv2 "$LOG".srv3 "$LOG".cli1 "$LOG".cli2 "$LOG".cli3 \
+			"$LOG".lat_cli; do
+			tail -3 "$f" | sed "s|^|# ${f##*.}: |"
+		done
+		counters_shown fs1 fs2 fs3 fp fr
+		return 1
+	fi
+	return 0
+}
+
+# jain RATES...: Jain's fairness index, (sum x)^2 / (n sum x^2).
+jain() {
+	echo "$@" | awk '{s = 0; q = 0; for (i = 1; i <= NF; i++) {s += $i; q += $i * $i}
+		printf "%.3f\n", (q > 0) ? s * s / (NF * q) : 0}'
+}
+sum() { echo "$@" | awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; printf "%.3f\n", s}'; }
+
+setup
+echo "# $SENDERS senders x $MESSAGES 64 KiB RDMA WRITEs into one receiver through $BOTTLENECK" \
+	"(tbf + RED ecn), a 4th probing with $PROBES 8-byte WRITEs"
+echo "# DCQCN settings (us, Mb/s):" $DCQCN
+# The figures of each run, by "RUN field" (RUN: off, on).
+declare -A FIG
+run() {
+	incast "$2" || return 1
+	FIG[$1 bytes]=$RUN_BYTES FIG[$1 drops]=$RUN_DROPS FIG[$1 marked]=$RUN_MARKED
+	FIG[$1 resends]=$RUN_RESENDS FIG[$1 rates]=$RUN_RATES FIG[$1 p99]=$RUN_P99
+	FIG[$1 goodput]=$(sum $RUN_RATES) FIG[$1 jain]=$(jain $RUN_RATES)
+}
+run off 0 || ktap_exit_fail_msg "DCQCN off: the incast run failed"
+run on 1 || ktap_exit_fail_msg "DCQCN on: the incast run failed"
+
+echo "# dcqcn | drops | CE marks | go-back-N | goodput Mb/s | Jain | probe p99 us | per sender Mb/s"
+for r in off on; do
+	printf '# %-5s | %5s | %8s | %9s | %12s | %5s | %12s | %s\n' "$r" "${FIG[$r drops]}" \
+		"${FIG[$r marked]}" "${FIG[$r resends]}" "${FIG[$r goodput]}" "${FIG[$r jain]}" \
+		"${FIG[$r p99]}" "${FIG[$r rates]}"
+done
+# The same, for make bench (scripts/bench-guest.sh).
+for r in off on; do
+	printf '# incast-json {"dcqcn":"%s","bottleneck":"%s","drops":%s,"marked":%s,"resends":%s,' \
+		"$r" "$BOTTLENECK" "${FIG[$r drops]}" "${FIG[$r marked]}" "${FIG[$r resends]}"
+	printf '"goodput_mbps":%s,"jain":%s,"p99_us":%s,"senders_mbps":"%s"}\n' \
+		"${FIG[$r goodput]}" "${FIG[$r jain]}" "${FIG[$r p99]}" "${FIG[$r rates]% }"
+done
+
+all_bytes() {
+	local want=$((SENDERS * MESSAGES * 65536))
+	echo "# bytes checked: off ${FIG[off bytes]}, on ${FIG[on bytes]}, of $want each"
+	[ "${FIG[off bytes]}" -eq "$want" ] && [ "${FIG[on bytes]}" -eq "$want" ]
+}
+ktap_test_result "both runs delivered every byte, checked byte for byte (ferroce_xfer)" all_bytes
+ktap_test_result "DCQCN off: RED dropped packets (the bottleneck is the qdisc)" \
+	test "${FIG[off drops]}" -ge 10
+fewer_drops() {
+	[ $((${FIG[on drops]} * 10)) -le "${FIG[off drops]}" ]
+}
+ktap_test_result "DCQCN on: at least 10x fewer drops than off (${FIG[on drops]} vs ${FIG[off drops]})" fewer_drops
+ktap_test_result "DCQCN on: RED marked packets, the senders handled CNPs" \
+	test "${FIG[on marked]}" -gt 0 -a "$(counter fs1 rp_cnp_handled)" -gt 0
+fair() { awk -v j="${FIG[on jain]}" 'BEGIN {exit !(j >= 0.9)}'; }
+ktap_test_result "DCQCN on: Jain's fairness index over the senders >= 0.9 (${FIG[on jain]})" fair
+lower_p99() { awk -v a="${FIG[on p99]}" -v b="${FIG[off p99]}" 'BEGIN {exit !(a < b)}'; }
+ktap_test_result "DCQCN on: the probe's p99 latency is lower than off (${FIG[on p99]} vs ${FIG[off p99]} us)" \
+	lower_p99
+
+ktap_finished
