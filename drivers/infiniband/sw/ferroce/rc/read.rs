@@ -35,20 +35,36 @@ use kernel::{
 /// Read response packets built in one hold of the QP's lock.
 const BATCH: u32 = 32;
 
-/// A QP's READ and atomic resources, oldest first.
+/// A QP's READ and atomic resources, oldest first. Every request in sequence that takes one
+/// drops the oldest answered one: the dropped ones stay at the front until they are half of
+/// the list, then go in one pass, so that dropping costs no shift of the rest each time.
 #[derive(Default)]
-pub(crate) struct Resources(KVec<Resource>);
+pub(crate) struct Resources {
+    list: KVec<Resource>,
+    /// How many at the front of `list` are dropped.
+    dropped: usize,
+    /// How many of the kept ones are READs': only those can be answering, so a QP that takes
+    /// only atomics never looks through them.
+    reads: usize,
+}
 
 impl Resources {
+    fn kept(&self) -> &[Resource] {
+        self.list.get(self.dropped..).unwrap_or(&[])
+    }
+
     /// Whether responses are still to go out.
     pub(crate) fn answering(&self) -> bool {
-        self.0.iter().any(Resource::answering)
+        self.reads > 0 && self.kept().iter().any(Resource::answering)
     }
 
     /// `Refusal::Invalid` if the requester has as many READs and atomics outstanding as it was
     /// granted (`max_dest_rd_atomic`; none granted: none is taken, as C rxe).
     pub(super) fn admit(&self, granted: u8) -> Result<(), Refusal> {
-        let answering = self.0.iter().filter(|r| r.answering()).count();
+        let answering = match self.reads {
+            0 => 0,
+            _ => self.kept().iter().filter(|r| r.answering()).count(),
+        };
         if admits(answering, granted) {
             Ok(())
         } else {
@@ -59,22 +75,47 @@ impl Resources {
     /// Makes room for one more: the oldest answered one goes, and the slot is allocated now, so
     /// that [`Self::push`] cannot fail after the operation took effect.
     pub(super) fn make_room(&mut self, granted: u8) -> Result<(), Refusal> {
-        if self.0.len() >= usize::from(granted) {
-            if let Some(i) = self.0.iter().position(|r| !r.answering()) {
-                self.0.remove(i).map_err(|_| Refusal::NotReady)?;
+        let kept = self.kept();
+        if kept.len() >= usize::from(granted) {
+            if let Some(i) = kept.iter().position(|r| !r.answering()) {
+                let read = matches!(kept[i], Resource::Read(_));
+                if i == 0 {
+                    self.dropped += 1;
+                } else {
+                    self.list
+                        .remove(self.dropped + i)
+                        .map_err(|_| Refusal::NotReady)?;
+                }
+                if read {
+                    self.reads -= 1;
+                }
             }
         }
-        self.0.reserve(1, GFP_ATOMIC).map_err(|_| Refusal::NoMem)
+        if self.dropped > 0 && self.dropped * 2 >= self.list.len() {
+            let (dropped, mut seen) = (self.dropped, 0);
+            self.list.retain(|_| {
+                seen += 1;
+                seen > dropped
+            });
+            self.dropped = 0;
+        }
+        self.list.reserve(1, GFP_ATOMIC).map_err(|_| Refusal::NoMem)
     }
 
     /// Keeps `r` (after [`Self::make_room`]).
     pub(super) fn push(&mut self, r: Resource) -> Result<(), Refusal> {
-        self.0.push(r, GFP_ATOMIC).map_err(|_| Refusal::NoMem)
+        let read = matches!(r, Resource::Read(_));
+        self.list.push(r, GFP_ATOMIC).map_err(|_| Refusal::NoMem)?;
+        if read {
+            self.reads += 1;
+        }
+        Ok(())
     }
 
     /// The resources, oldest first.
     pub(super) fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Resource> {
-        self.0.iter_mut()
+        let dropped = self.dropped;
+        self.list.get_mut(dropped..).unwrap_or(&mut []).iter_mut()
     }
 }
 
