@@ -34,6 +34,11 @@ BOTTLENECK=${INCAST_BOTTLENECK:-10mbit}
 MESSAGES=${INCAST_MESSAGES:-96}
 PROBES=${INCAST_PROBES:-200}
 SENDERS=3
+# The senders' ACK timeout, 4.096 us << 16 = 268 ms: longer than the queue (RED's limit, 48 ms
+# at 10 Mb/s) and a TCG guest's hiccups, so that it fires for a lost packet, not for one still
+# queued; with 67 ms (ferroce_xfer's default) and DCQCN off, most go-back-N rounds came from
+# timeouts, and a sender now and then ran out of retries in the faster make bench kernel.
+ACK_TIMEOUT=16
 GO=/tmp/ferroce_ic_go
 LOG=/tmp/ferroce_ic
 
@@ -183,7 +188,7 @@ incast() {
 	for k in $(seq "$SENDERS"); do
 		ip netns exec "$(host $k)" timeout 300 "$XFER" -d "fs$k" -g "$(eval echo "\$G$k")" \
 			-t rc -o write -s 65536 -n "$MESSAGES" -w 16 -p $((18600 + k)) --timeout 120 \
-			--start-on "$GO" "10.81.$k.1" >"$LOG.cli$k" 2>&1 &
+			--ack-timeout "$ACK_TIMEOUT" --start-on "$GO" "10.81.$k.1" >"$LOG.cli$k" 2>&1 &
 		pids+=($!)
 	done
 	sleep 1
