@@ -165,14 +165,15 @@ if incast:
                  "through tbf + RED (marks ECN-capable packets, drops the rest), an 8-byte "
                  "ib_write_lat probe sharing the queue; go-back-N = sequence NAKs + ACK timeouts.\n")
     lines.append("| DCQCN | bottleneck | drops | CE marks | go-back-N | goodput Mb/s | Jain | "
-                 "probe p99 us | per sender Mb/s |")
+                 "probe p99 us | per sender Mb/s in the first 20 s |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in incast:
         if "failed" in r:
             lines.append(f"| failed: {r['failed']} | | | | | | | | |")
             continue
         lines.append(f"| {r['dcqcn']} | {r['bottleneck']} | {r['drops']} | {r['marked']} | "
-                     f"{r['resends']} | {r['goodput_mbps']:.2f} | {r['jain']:.3f} | "
+                     f"{r['resends']} | {r['goodput_mbps']:.2f} | "
+                     f"{'n/a' if r['jain'] is None else format(r['jain'], '.3f')} | "
                      f"{r['p99_us']:.0f} | {r['senders_mbps']} |")
 
 if micro:

@@ -23,7 +23,9 @@
  * waits 120 s at most. --rate-limit KBPS[,KBPS2]: the QP's IB_QP_RATE_LIMIT once it is ready to
  * send, and KBPS2 from the second half of the batches on (librxe has no
  * ibv_modify_qp_rate_limit, so it goes as the kernel's extended MODIFY_QP command, written to
- * the context's command file; an error is printed and exits 3).
+ * the context's command file; an error is printed and exits 3). --mark SECONDS: the receiver
+ * also prints the bytes delivered within the transfer's first SECONDS (a window shared by
+ * transfers that start together).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -64,6 +66,7 @@ static struct {
 	uint64_t seed;
 	bool allow_loss;
 	long rate_limit, rate_limit2;
+	double mark;
 } opt = {
 	.port = 18600, .mtu = 1024, .timeout = 60, .ack_timeout = 14, .tp = RC, .op = OP_SEND,
 	.sizes = { 4096 }, .nsizes = 1, .messages = 100, .corrupt = -1, .window = 16,
@@ -532,6 +535,19 @@ static long delivered, lost;
 static uint64_t bytes;
 /* When the last message was delivered (checked): the receiver's measure of a transfer. */
 static double last_delivery;
+/* When the transfer started, and (--mark) the bytes delivered within its first opt.mark s. */
+static double t0;
+static uint64_t bytes_by_mark;
+
+/* A message of LEN bytes was delivered and checked. */
+static void deliver(uint64_t len)
+{
+	delivered++;
+	bytes += len;
+	last_delivery = now();
+	if (opt.mark > 0 && last_delivery - t0 <= opt.mark)
+		bytes_by_mark = bytes;
+}
 
 /* Initiator: posts a batch, waits for its send completions. READs are checked here. */
 static void client_batch(struct ctx *c, long first, long n, double deadline)
@@ -551,9 +567,7 @@ static void client_batch(struct ctx *c, long first, long n, double deadline)
 			done++;
 			if (opt.op == OP_READ && check(slot_of(c, wc[i].wr_id), wc[i].wr_id,
 						       msg_size(wc[i].wr_id), true)) {
-				delivered++;
-				bytes += msg_size(wc[i].wr_id);
-				last_delivery = now();
+				deliver(msg_size(wc[i].wr_id));
 			}
 		}
 	}
@@ -609,9 +623,7 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 
 				for (long w = from; w <= m; w++) {
 					if (check(slot_of(c, w), w, msg_size(w), true)) {
-						delivered++;
-						bytes += msg_size(w);
-						last_delivery = now();
+						deliver(msg_size(w));
 					}
 				}
 				got += m - from + 1;
@@ -622,9 +634,7 @@ static void server_batch(struct ctx *c, long first, long n, double deadline)
 				len -= GRH_LEN;
 			}
 			if (check(at, m, len, true)) {
-				delivered++;
-				bytes += len;
-				last_delivery = now();
+				deliver(len);
 			}
 			got++;
 			/* The slot is checked: only now may it take another message. */
@@ -652,7 +662,7 @@ static void usage(void)
 	die("usage: ferroce_xfer -d DEV -g GID_INDEX [-t rc|uc|ud] [-o send|write|read] "
 	    "[-s SIZE[,SIZE..]] [-n MESSAGES] [-w WINDOW] [-m MTU] [-p PORT] [--seed N] "
 	    "[--corrupt N] [--allow-loss] [--timeout S] [--ack-timeout CODE] [--start-on FILE] "
-	    "[--hold FILE] [--rate-limit KBPS[,KBPS2]] [SERVER]");
+	    "[--hold FILE] [--rate-limit KBPS[,KBPS2]] [--mark SECONDS] [SERVER]");
 }
 
 static void parse(int argc, char **argv)
@@ -661,7 +671,8 @@ static void parse(int argc, char **argv)
 		{ "seed", 1, NULL, 'S' }, { "corrupt", 1, NULL, 'C' },
 		{ "allow-loss", 0, NULL, 'L' }, { "timeout", 1, NULL, 'T' },
 		{ "ack-timeout", 1, NULL, 'A' }, { "start-on", 1, NULL, 'W' },
-		{ "hold", 1, NULL, 'H' }, { "rate-limit", 1, NULL, 'R' }, { 0 },
+		{ "hold", 1, NULL, 'H' }, { "rate-limit", 1, NULL, 'R' },
+		{ "mark", 1, NULL, 'M' }, { 0 },
 	};
 	int ch;
 
@@ -694,6 +705,7 @@ static void parse(int argc, char **argv)
 		case 'A': opt.ack_timeout = atoi(optarg); break;
 		case 'W': opt.start_on = optarg; break;
 		case 'H': opt.hold = optarg; break;
+		case 'M': opt.mark = atof(optarg); break;
 		case 'R': {
 			char *end;
 
@@ -722,7 +734,6 @@ int main(int argc, char **argv)
 	struct ctx c = { 0 };
 	/* Which side produces the data, so the READ target fills and the others post. */
 	bool initiator;
-	double t0;
 
 	parse(argc, argv);
 	setup(&c);
@@ -780,6 +791,9 @@ int main(int argc, char **argv)
 		       opt.op == OP_SEND ? "send" : opt.op == OP_WRITE ? "write" : "read",
 		       opt.messages, delivered, (unsigned long long)bytes, lost, mismatches, secs,
 		       delivered ? last_delivery - t0 : 0);
+		if (opt.mark > 0)
+			printf("ferroce_xfer: %llu bytes delivered within the first %.3f s\n",
+			       (unsigned long long)bytes_by_mark, opt.mark);
 	} else {
 		printf("ferroce_xfer: sent %ld messages in %.2f s\n", opt.messages, secs);
 	}
