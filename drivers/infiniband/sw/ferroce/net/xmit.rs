@@ -10,6 +10,7 @@
 //! which no ferroce device is on), and taking it at once could recurse without end.
 
 use crate::{
+    ah::{is_multicast, mapped_ipv4},
     counters::Counter,
     device::Ferroce,
     proto::{
@@ -88,8 +89,7 @@ impl TxPath {
             (Route::V6(_), Path::V6(p)) => {
                 let a = &p.daddr;
                 let unspecified_or_loopback = a[..15].iter().all(|&b| b == 0) && a[15] <= 1;
-                let mapped = a[..10].iter().all(|&b| b == 0) && a[10] == 0xff && a[11] == 0xff;
-                !unspecified_or_loopback && !mapped && a[0] != 0xff
+                !unspecified_or_loopback && mapped_ipv4(a).is_none() && !is_multicast(a)
             }
             _ => false,
         }
