@@ -62,3 +62,16 @@ __rust_helper u32 rust_helper_rdma_end_port(const struct ib_device *device)
 {
 	return rdma_end_port(device);
 }
+
+#include <linux/mm.h>
+
+/*
+ * The page of a virt-DMA address (ib_virt_dma_to_page()), or NULL if the address is not in the
+ * kernel's linear map.
+ */
+__rust_helper struct page *rust_helper_rdma_virt_dma_page(u64 dma_addr)
+{
+	void *p = ib_virt_dma_to_ptr(dma_addr);
+
+	return virt_addr_valid(p) ? virt_to_page(p) : NULL;
+}

@@ -37,4 +37,5 @@ pub mod stats;
 mod ucontext;
 pub mod udata;
 pub mod umem;
+pub mod virt_dma;
 pub mod wr;

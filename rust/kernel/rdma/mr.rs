@@ -141,7 +141,7 @@ pub(crate) unsafe fn get_dma<T: Driver>(
     // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`;
     // `__ib_alloc_pd()` calls this right after it, and the reference does not outlive the call.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
-    let (keys, data) = T::get_dma_mr(pd, access)?;
+    let (keys, data) = T::get_dma_mr(pd, access, super::virt_dma::VirtDma::new())?;
     new_mr::<T>(keys, data)
 }
 

@@ -19,7 +19,8 @@ use super::{
     stats::{self, StatDesc},
     ucontext,
     udata::Udata,
-    wr::{self, RecvBuf, SendWr, WcSink}, //
+    virt_dma::VirtDma,
+    wr::{self, RecvWr, SendWr, WcSink}, //
 };
 use crate::{bindings, error::from_result, module::this_module, prelude::*};
 use core::marker::PhantomData;
@@ -160,15 +161,19 @@ pub trait Driver: Sized + 'static {
     fn post_send(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
 
     /// A kernel consumer posts a receive WR. May be called in atomic context: must not sleep.
-    fn post_recv(qp: &Qp<Self>, wr: RecvBuf) -> Result;
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
 
     /// A kernel consumer polls: move completions into `sink` until it is full or none is left.
     /// May be called in atomic context.
     fn poll_cq(cq: &Cq<Self>, sink: &mut WcSink<'_, Self>) -> Result;
 
     /// Creates the region of a kernel PD that its `local_dma_lkey` names: all kernel memory,
-    /// by address (`access` is `IB_ACCESS_*`).
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+    /// by address (`access` is `IB_ACCESS_*`), which `mem` reaches.
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: u32,
+        mem: VirtDma,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Cuts a user context off the device (the device is going away, or moving to another
     /// network namespace, while the process keeps its file open). Without it, open user contexts

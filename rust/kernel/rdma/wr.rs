@@ -15,38 +15,75 @@ use super::{ah::Ah, ops::Driver, qp::QpLink};
 use crate::{bindings, prelude::*};
 use core::marker::PhantomData;
 
-/// One buffer of a kernel work request: a kernel virtual address and a length.
-#[derive(Clone, Copy, Debug)]
-struct KernelSge {
-    addr: usize,
-    len: usize,
+/// One SGE of a kernel work request, as posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrSge {
+    /// A virt-DMA address (a kernel virtual address, see [`super::virt_dma`]).
+    pub addr: u64,
+    /// Its length in bytes.
+    pub length: u32,
+    /// The key of the region it lies in.
+    pub lkey: u32,
 }
 
-/// Reads a WR's SGE list, accepting only the PD's `local_dma_lkey`.
+impl WrSge {
+    fn of(s: &bindings::ib_sge) -> Self {
+        Self {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+}
+
+/// A WR's SGE list, borrowed from the WR for the call.
 ///
 /// # Safety
 ///
-/// `sg_list` points to `num_sge` valid SGEs (or `num_sge` is 0).
-unsafe fn sges(
+/// `sg_list` points to `num_sge` valid SGEs (or `num_sge` is 0), which outlive `'a`.
+unsafe fn sge_slice<'a>(
     sg_list: *const bindings::ib_sge,
     num_sge: c_int,
-    lkey: u32,
-) -> Result<KVec<KernelSge>> {
+) -> Result<&'a [bindings::ib_sge]> {
     let n = usize::try_from(num_sge).map_err(|_| EINVAL)?;
-    let mut out = KVec::with_capacity(n, GFP_ATOMIC)?;
-    for i in 0..n {
-        // SAFETY: `i < n == num_sge` and `sg_list` points to `num_sge` valid SGEs (this
-        // function's `# Safety`), so `sg_list.add(i)` is in bounds and readable.
-        let sge = unsafe { &*sg_list.add(i) };
-        if sge.lkey != lkey {
-            return Err(EINVAL);
-        }
-        let addr = usize::try_from(sge.addr).map_err(|_| EINVAL)?;
-        let len = sge.length as usize;
-        addr.checked_add(len).ok_or(EINVAL)?;
-        out.push(KernelSge { addr, len }, GFP_ATOMIC)?;
+    if n == 0 {
+        return Ok(&[]);
     }
-    Ok(out)
+    if sg_list.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `sg_list` points to `n` valid SGEs that outlive `'a` (this function's `# Safety`).
+    Ok(unsafe { core::slice::from_raw_parts(sg_list, n) })
+}
+
+/// Copies the bytes `sges` name into `out`, which must be their total length.
+///
+/// # Safety
+///
+/// Every SGE names kernel memory the consumer owns and does not write during the call (an SGE
+/// of a kernel WR under the PD's `local_dma_lkey`, or of an inline send).
+unsafe fn gather_kernel(sges: &[bindings::ib_sge], out: &mut [u8]) -> Result {
+    let total = sges
+        .iter()
+        .try_fold(0usize, |t, s| t.checked_add(s.length as usize))
+        .ok_or(EINVAL)?;
+    if out.len() != total {
+        return Err(EINVAL);
+    }
+    let mut at = 0;
+    for s in sges {
+        let len = s.length as usize;
+        if len == 0 {
+            continue;
+        }
+        let addr = usize::try_from(s.addr).map_err(|_| EINVAL)?;
+        addr.checked_add(len).ok_or(EINVAL)?;
+        // SAFETY: Kernel memory the consumer owns, `len` bytes at `addr` (`# Safety`).
+        let src = unsafe { core::slice::from_raw_parts(addr as *const u8, len) };
+        out[at..at + len].copy_from_slice(src);
+        at += len;
+    }
+    Ok(())
 }
 
 /// The destination of a UD or GSI send.
@@ -59,7 +96,32 @@ pub struct UdDest<'a, T: Driver> {
     pub remote_qkey: u32,
 }
 
-/// A send work request of a kernel consumer.
+/// The peer memory an RC send WR names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemoteWr {
+    /// None: a SEND or a local operation.
+    None,
+    /// An RDMA WRITE's or READ's target (`struct ib_rdma_wr`).
+    Rdma {
+        /// Its address in the peer's region.
+        remote_addr: u64,
+        /// The peer's key.
+        rkey: u32,
+    },
+    /// An atomic's word and operands (`struct ib_atomic_wr`).
+    Atomic {
+        /// The word's address in the peer's region.
+        remote_addr: u64,
+        /// What a compare and swap compares with, or a fetch and add adds.
+        compare_add: u64,
+        /// What a compare and swap swaps in.
+        swap: u64,
+        /// The peer's key.
+        rkey: u32,
+    },
+}
+
+/// A send work request of a kernel consumer, borrowed for the call that posts it.
 pub struct SendWr<'a, T: Driver> {
     /// Returned in the completion (for most consumers, a `struct ib_cqe` pointer).
     pub wr_id: u64,
@@ -67,17 +129,21 @@ pub struct SendWr<'a, T: Driver> {
     pub opcode: WrOpcode,
     /// How it completes and is sent.
     pub send_flags: SendFlags,
-    /// Immediate data as the wire carries it.
+    /// `ex` as the WR holds it: immediate data in wire order, or, for SEND_WITH_INV and
+    /// LOCAL_INV, the key to invalidate in host order.
     pub imm: u32,
     /// For UD and GSI QPs.
     pub ud: Option<UdDest<'a, T>>,
-    sges: KVec<KernelSge>,
+    /// For RDMA and atomic WRs of RC and UC QPs.
+    pub remote: RemoteWr,
+    sges: &'a [bindings::ib_sge],
+    dma_lkey: u32,
 }
 
 impl<T: Driver> SendWr<'_, T> {
     /// Bytes the SGEs hold.
     pub fn len(&self) -> usize {
-        self.sges.iter().map(|s| s.len).sum()
+        self.sges.iter().map(|s| s.length as usize).sum()
     }
 
     /// Whether the WR carries no data.
@@ -85,24 +151,69 @@ impl<T: Driver> SendWr<'_, T> {
         self.len() == 0
     }
 
-    /// Copies the WR's data into `out`, which must be [`Self::len`] bytes.
+    /// The SGEs, as posted.
+    pub fn sges(&self) -> impl ExactSizeIterator<Item = WrSge> + '_ {
+        self.sges.iter().map(WrSge::of)
+    }
+
+    /// Copies the WR's data into `out`, which must be [`Self::len`] bytes: the SGEs must be
+    /// under the PD's `local_dma_lkey` (`EINVAL` otherwise), or the WR inline, whose SGEs
+    /// are plain addresses.
     pub fn gather(&self, out: &mut [u8]) -> Result {
-        if out.len() != self.len() {
+        let inline = self.send_flags.contains(SendFlag::Inline);
+        if !inline && self.sges.iter().any(|s| s.lkey != self.dma_lkey) {
             return Err(EINVAL);
         }
-        let mut at = 0;
-        for s in self.sges.iter() {
-            // SAFETY: A `local_dma_lkey` SGE of a posted WR: the consumer's kernel memory,
-            // mapped and not written by it until the WR completes (module doc).
-            let src = unsafe { core::slice::from_raw_parts(s.addr as *const u8, s.len) };
-            out[at..at + s.len].copy_from_slice(src);
-            at += s.len;
-        }
-        Ok(())
+        // SAFETY: A kernel consumer's WR (only those become `SendWr`s) whose SGEs are under
+        // the PD's `local_dma_lkey` or inline (checked above): kernel memory the consumer owns
+        // and does not write until the WR completes (or, inline, until the post returns).
+        unsafe { gather_kernel(self.sges, out) }
     }
 }
 
-/// The buffers of a kernel consumer's receive WR, for the data that completes it.
+/// A receive work request of a kernel consumer, borrowed for the call that posts it.
+pub struct RecvWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    sges: &'a [bindings::ib_sge],
+    dma_lkey: u32,
+}
+
+impl RecvWr<'_> {
+    /// The SGEs, as posted.
+    pub fn sges(&self) -> impl ExactSizeIterator<Item = WrSge> + '_ {
+        self.sges.iter().map(WrSge::of)
+    }
+
+    /// The buffers, kept for the data that completes the WR: `EINVAL` unless every SGE is
+    /// under the PD's `local_dma_lkey` (memory [`RecvBuf::write`] may touch directly).
+    pub fn to_buf(&self) -> Result<RecvBuf> {
+        let mut sges = KVec::with_capacity(self.sges.len(), GFP_ATOMIC)?;
+        for s in self.sges {
+            if s.lkey != self.dma_lkey {
+                return Err(EINVAL);
+            }
+            let addr = usize::try_from(s.addr).map_err(|_| EINVAL)?;
+            let len = s.length as usize;
+            addr.checked_add(len).ok_or(EINVAL)?;
+            sges.push(KernelSge { addr, len }, GFP_ATOMIC)?;
+        }
+        Ok(RecvBuf {
+            wr_id: self.wr_id,
+            sges,
+        })
+    }
+}
+
+/// One buffer of a kept receive WR: a kernel virtual address and a length.
+#[derive(Clone, Copy, Debug)]
+struct KernelSge {
+    addr: usize,
+    len: usize,
+}
+
+/// The buffers of a kernel consumer's receive WR, for the data that completes it; all under
+/// the PD's `local_dma_lkey` (see [`RecvWr::to_buf`]).
 ///
 /// Valid until the WR completes: the provider drops it when it posts the completion (or flushes
 /// the WR), and never writes after.
@@ -386,13 +497,15 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
         )
     };
     while !wr.is_null() {
-        // SAFETY: A valid list node; for UD and GSI QPs the node is the `wr` of an `ib_ud_wr`.
+        // SAFETY: A valid list node; for UD and GSI QPs the node is the `wr` of an `ib_ud_wr`,
+        // for RDMA and atomic opcodes of an `ib_rdma_wr` or `ib_atomic_wr`. Its SGEs outlive
+        // the call.
         let res = unsafe {
             let w = &*wr;
             // An opcode the core does not define is the consumer's mistake.
             let opcode = WrOpcode::from_raw(w.opcode).ok_or(EINVAL);
             opcode.and_then(|opcode| {
-                let sges = sges(w.sg_list, w.num_sge, lkey)?;
+                let sges = sge_slice(w.sg_list, w.num_sge)?;
                 let dest = if ud {
                     let u = &*crate::container_of!(wr, bindings::ib_ud_wr, wr);
                     if u.ah.is_null() {
@@ -406,6 +519,34 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                 } else {
                     None
                 };
+                // The WR type the opcode implies (the verbs API's contract): RDMA WRs are the
+                // `wr` of an `ib_rdma_wr`, atomics of an `ib_atomic_wr`.
+                let remote = match opcode {
+                    _ if ud => RemoteWr::None,
+                    WrOpcode::RdmaWrite
+                    | WrOpcode::RdmaWriteWithImm
+                    | WrOpcode::RdmaRead
+                    | WrOpcode::RdmaReadWithInv => {
+                        let r = &*crate::container_of!(wr, bindings::ib_rdma_wr, wr);
+                        RemoteWr::Rdma {
+                            remote_addr: r.remote_addr,
+                            rkey: r.rkey,
+                        }
+                    }
+                    WrOpcode::AtomicCmpAndSwp
+                    | WrOpcode::AtomicFetchAndAdd
+                    | WrOpcode::MaskedAtomicCmpAndSwp
+                    | WrOpcode::MaskedAtomicFetchAndAdd => {
+                        let a = &*crate::container_of!(wr, bindings::ib_atomic_wr, wr);
+                        RemoteWr::Atomic {
+                            remote_addr: a.remote_addr,
+                            compare_add: a.compare_add,
+                            swap: a.swap,
+                            rkey: a.rkey,
+                        }
+                    }
+                    _ => RemoteWr::None,
+                };
                 let send = SendWr {
                     wr_id: w.__bindgen_anon_1.wr_id,
                     opcode,
@@ -413,7 +554,9 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                     send_flags: SendFlags::from_raw(w.send_flags as u32),
                     imm: w.ex.imm_data,
                     ud: dest,
+                    remote,
                     sges,
+                    dma_lkey: lkey,
                 };
                 T::post_send(qp, &send)
             })
@@ -448,12 +591,13 @@ pub(crate) unsafe fn post_recv_list<T: Driver>(
         // SAFETY: A valid list node.
         let res = unsafe {
             let w = &*wr;
-            sges(w.sg_list, w.num_sge, lkey).and_then(|sges| {
+            sge_slice(w.sg_list, w.num_sge).and_then(|sges| {
                 T::post_recv(
                     qp,
-                    RecvBuf {
+                    &RecvWr {
                         wr_id: w.__bindgen_anon_1.wr_id,
                         sges,
+                        dma_lkey: lkey,
                     },
                 )
             })

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: pinned user memory with keys that work requests and peers name it by.
+//! Memory regions: pinned user memory, or for kernel PDs all kernel memory, with keys that work
+//! requests and peers name it by.
 //!
 //! A key is `index << 8 | tag`: the index finds the region in the device's table, the random
 //! tag makes a key hard to guess from the index (C rxe's key has as many random bits).
@@ -15,14 +16,12 @@ use kernel::{
         pd::Pd,
         pool::Pool,
         umem::UserMem,
+        virt_dma::VirtDma,
     },
     sync::Arc,
 };
 
 use crate::{device::Ferroce, proto::wqe::access};
-
-/// The key of kernel PDs' DMA region: index 0, which no registration gets.
-const DMA_LKEY: u32 = 0;
 
 /// A region as the data path holds it while it copies: looked up, used and dropped within one
 /// hold of a QP's lock (softirqs off, an RCU read-side section), never kept across packets.
@@ -36,8 +35,7 @@ pub(crate) struct MrState {
     pub(crate) pd: usize,
     pub(crate) access: u32,
     pub(crate) iova: u64,
-    /// Shared with the states that replace this one when the region is reregistered.
-    pub(crate) mem: Arc<UserMem>,
+    pub(crate) mem: RegionMem,
     /// Which registration this is, among all of the device's: a window bound to it names it
     /// by key and serial, and a later region with the same key is not it.
     pub(crate) serial: u64,
@@ -57,6 +55,54 @@ impl MrState {
     }
 }
 
+/// The memory a region spans.
+pub(crate) enum RegionMem {
+    /// Pinned user pages; shared with the states that replace this one when the region is
+    /// reregistered.
+    User(Arc<UserMem>),
+    /// All kernel memory, by virt-DMA address (the region's offsets are the addresses): the
+    /// region of a kernel PD's `local_dma_lkey`, which only kernel QPs of that PD can name.
+    Kernel(VirtDma),
+}
+
+impl RegionMem {
+    /// Bytes the region spans.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::User(m) => m.len(),
+            Self::Kernel(_) => usize::MAX,
+        }
+    }
+
+    /// Copies the region at `offset` into `out`.
+    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        match self {
+            Self::User(m) => m.read(offset, out),
+            Self::Kernel(k) => k.read(offset as u64, out),
+        }
+    }
+
+    /// Copies `data` into the region at `offset`.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
+        match self {
+            Self::User(m) => m.write(offset, data),
+            Self::Kernel(k) => k.write(offset as u64, data),
+        }
+    }
+
+    /// Runs `f` on the aligned 8 bytes at `offset` as one atomic word.
+    pub(crate) fn with_atomic_u64<R>(
+        &self,
+        offset: usize,
+        f: impl FnOnce(&AtomicU64) -> R,
+    ) -> Result<R> {
+        match self {
+            Self::User(m) => m.with_atomic_u64(offset, f),
+            Self::Kernel(k) => k.with_atomic_u64(offset as u64, f),
+        }
+    }
+}
+
 /// A device's regions and memory windows by key index, found from any context (packets name
 /// them by rkey).
 #[pin_data]
@@ -72,7 +118,7 @@ pub(crate) struct MrTable {
 impl MrTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            // Index 0 is the kernel DMA region's, never in the table.
+            // Index 0 is never allocated, so no key is 0.
             regions <- Pool::new(1..=limits::DEVICE_LIMITS.max_mr),
             windows <- MwTable::new(),
             serial: AtomicU64::new(0),
@@ -85,7 +131,7 @@ impl MrTable {
         pd: &Pd<Ferroce>,
         rights: u32,
         iova: u64,
-        mem: Arc<UserMem>,
+        mem: RegionMem,
     ) -> Result<Arc<MrState>> {
         Ok(Arc::new(
             MrState {
@@ -164,7 +210,7 @@ impl FerroceMr {
             GFP_KERNEL,
         )?;
         let table = dev.data().mrs.clone();
-        let state = table.state(pd, req.access, req.iova, mem)?;
+        let state = table.state(pd, req.access, req.iova, RegionMem::User(mem))?;
         let key = table.insert(state)?;
         Ok((keys(key, req.access), Ok(Self { table, key })))
     }
@@ -183,8 +229,14 @@ impl FerroceMr {
         if old.pd == pd.id() && old.access == rights {
             return Ok(keys(self.key, rights));
         }
-        old.mem.check_rereg_access(rights)?;
-        let state = self.table.state(pd, rights, old.iova, old.mem.clone())?;
+        // Only user regions are reregistered.
+        let RegionMem::User(mem) = &old.mem else {
+            return Err(EINVAL);
+        };
+        mem.check_rereg_access(rights)?;
+        let state = self
+            .table
+            .state(pd, rights, old.iova, RegionMem::User(mem.clone()))?;
         drop(old);
         self.table.replace(self.key, state)?;
         Ok(keys(self.key, rights))
@@ -192,29 +244,21 @@ impl FerroceMr {
 }
 
 impl FerroceMr {
-    /// The region a kernel PD's `local_dma_lkey` names. Kernel SGEs under it are checked and
-    /// accessed by the abstraction (`kernel::rdma::wr`); the key is never in the table, so no
-    /// user WQE and no packet can use it. Remote access (an "unsafe global rkey") is refused.
+    /// The region a kernel PD's `local_dma_lkey` names: every kernel address, for the kernel
+    /// QPs of `pd` alone (no user QP is of a kernel PD, and its key gives no remote access: an
+    /// "unsafe global rkey" is refused). Its offsets are addresses: its iova is 0.
     pub(crate) fn dma(
         pd: &Pd<Ferroce>,
         access: u32,
+        mem: VirtDma,
     ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
-        if access & access::REMOTE != 0 {
+        if access & (access::REMOTE | access::FLUSH | access::MW_BIND) != 0 {
             return Err(EOPNOTSUPP);
         }
         let table = pd.device().data().mrs.clone();
-        // Index 0 is never allocated: `free_key` starts at 1.
-        let keys = MrKeys {
-            lkey: DMA_LKEY,
-            rkey: 0,
-        };
-        Ok((
-            keys,
-            Ok::<_, Error>(Self {
-                table,
-                key: DMA_LKEY,
-            }),
-        ))
+        let state = table.state(pd, access, 0, RegionMem::Kernel(mem))?;
+        let key = table.insert(state)?;
+        Ok((keys(key, access), Ok(Self { table, key })))
     }
 }
 

@@ -3,9 +3,11 @@
 //! Queue pairs: the state a QP's packets, work and verbs share, and the attribute and state
 //! machine of `ibv_modify_qp`. Its rings ([`ring`]), the device's table of QPs ([`table`]),
 //! packets as they come in ([`rx`]) and go out ([`tx`]), its work ([`work`]) and kernel
-//! consumers' queues ([`kernel_queues`]) have files of their own; the transports are `rc` and `ud`.
+//! consumers' posts ([`kernel_queues`] for datagram QPs, [`kernel_ring`] for RC and UC) have
+//! files of their own; the transports are `rc` and `ud`.
 
 pub(crate) mod kernel_queues;
+pub(crate) mod kernel_ring;
 pub(crate) mod ring;
 pub(crate) mod rx;
 pub(crate) mod table;
@@ -13,7 +15,9 @@ pub(crate) mod tx;
 mod work;
 
 pub(crate) use self::table::QpTable;
-use self::{kernel_queues::KernelQueues, ring::WorkRing, table::QPN_LIMIT};
+use self::{
+    kernel_queues::KernelQueues, kernel_ring::KernelRings, ring::WorkRing, table::QPN_LIMIT,
+};
 use crate::{
     ah::Av,
     cc::QpCc,
@@ -46,7 +50,7 @@ use kernel::{
             QpState, QpType,
         },
         udata::Udata,
-        wr::{RecvBuf, SendWr},
+        wr::{RecvWr, SendWr},
     },
     sync::{Arc, SpinLockBh},
     time::{
@@ -134,6 +138,17 @@ impl<'a> QpCtx<'a> {
     }
 }
 
+/// Who posts a QP's WRs, and where they wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Posts {
+    /// User space, into the rings it maps.
+    User,
+    /// A kernel consumer of a datagram QP (the MAD layer on QP1, UD): WRs wait in `kq`.
+    KernelQueue,
+    /// A kernel consumer of an RC or UC QP: WRs are written into the rings ([`kernel_ring`]).
+    KernelRing,
+}
+
 /// The next [`QpShared::id`].
 static NEXT_QP_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -153,8 +168,7 @@ pub(crate) struct QpShared {
     pub(crate) rq: WorkRing,
     pub(crate) caps: QpCaps,
     sig_all: bool,
-    /// A kernel consumer's QP: WRs come through `kq`, not the rings.
-    pub(crate) kernel: bool,
+    pub(crate) posts: Posts,
     link: Arc<QpLink<Ferroce>>,
     /// The device's data path queue, where the QP's work runs.
     wq: Arc<OwnedQueue>,
@@ -165,6 +179,8 @@ pub(crate) struct QpShared {
     work: Work<QpShared>,
     #[pin]
     pub(crate) kq: KernelQueues,
+    #[pin]
+    kring: KernelRings,
     /// Packets from QPs of the same device, waiting for the QP's work.
     #[pin]
     rx: SkbQueue,
@@ -219,6 +235,7 @@ impl QpShared {
     pub(crate) fn fail(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) {
         let was = inner.attr.state;
         inner.attr.state = QpState::Err;
+        self.kring.set_state(QpState::Err);
         // A full CQ loses completions (its consumer fell behind); the QP is in error regardless.
         let _ = self.flush(qp, inner);
         self.entered_error(qp, was);
@@ -236,7 +253,7 @@ impl QpShared {
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
         inner.timer = None;
         inner.cc.wake_at = None;
-        if self.kernel {
+        if self.posts == Posts::KernelQueue {
             self.kq.flush(qp);
         }
         let resp = core::mem::take(&mut inner.resp);
@@ -310,12 +327,14 @@ impl FerroceQp {
         if on_srq && kernel {
             return Err(EOPNOTSUPP);
         }
-        match (init.qp_type, kernel) {
-            (QpType::Rc | QpType::Uc | QpType::Ud, false) => {}
-            // Kernel consumers get datagram QPs: QP1 for the MAD layer, and UD.
-            (QpType::Ud | QpType::Gsi, true) => {}
+        let posts = match (init.qp_type, kernel) {
+            (QpType::Rc | QpType::Uc | QpType::Ud, false) => Posts::User,
+            // Kernel datagram QPs: QP1 for the MAD layer, and UD.
+            (QpType::Ud | QpType::Gsi, true) => Posts::KernelQueue,
+            (QpType::Rc | QpType::Uc, true) => Posts::KernelRing,
             _ => return Err(EOPNOTSUPP),
-        }
+        };
+        let queued = posts == Posts::KernelQueue;
         if let Some(udata) = udata.as_deref() {
             if udata.inlen() != 0 || udata.outlen() < CREATE_QP_RESP_SIZE {
                 return Err(EINVAL);
@@ -338,8 +357,8 @@ impl FerroceQp {
         } else {
             c.max_recv_sge as usize * SGE_SIZE
         };
-        // A kernel QP's rings stay empty (its WRs come through `kq`): one slot each.
-        let (sq_wr, rq_wr) = if kernel {
+        // A kernel datagram QP's rings stay empty (its WRs wait in `kq`): one slot each.
+        let (sq_wr, rq_wr) = if queued {
             (1, 1)
         } else {
             (c.max_send_wr, c.max_recv_wr)
@@ -353,8 +372,8 @@ impl FerroceQp {
             WorkRing::new(rq_wr, RECV_WQE_HEADER + recv_room, udata.as_deref())?
         };
         let caps = QpCaps {
-            max_send_wr: if kernel { c.max_send_wr } else { sq.capacity() },
-            max_recv_wr: match (on_srq, kernel) {
+            max_send_wr: if queued { c.max_send_wr } else { sq.capacity() },
+            max_recv_wr: match (on_srq, queued) {
                 (true, _) => 0,
                 (false, true) => c.max_recv_wr,
                 (false, false) => rq.capacity(),
@@ -382,12 +401,13 @@ impl FerroceQp {
                 rq,
                 caps,
                 sig_all: init.sig_all,
-                kernel,
+                posts,
                 link: init.link.clone(),
                 wq,
                 timer <- HrTimer::new(),
                 work <- new_work!("ferroce::QpShared::work"),
                 kq <- KernelQueues::new(),
+                kring <- KernelRings::new(),
                 rx <- SkbQueue::new(),
                 rx_bytes: AtomicUsize::new(0),
                 tx <- SkbQueue::new(),
@@ -441,6 +461,7 @@ impl FerroceQp {
         let was = inner.attr.state;
         inner.attr.update(new, mask);
         inner.attr.state = next;
+        this.kring.set_state(next);
         if next == QpState::Reset {
             // A reset QP starts over: nothing of its old messages may carry on. A WQE it took
             // from its SRQ is no longer on the SRQ: it completes flushed rather than vanish.
@@ -508,27 +529,38 @@ impl FerroceQp {
         res
     }
 
-    /// A kernel consumer posts a send: queued for the QP's work.
+    /// A kernel consumer posts a send; the QP's work sends it. Does not sleep.
     pub(crate) fn post_send(qp: &Qp<Ferroce>, wr: &SendWr<'_, Ferroce>) -> Result {
         let this = &qp.data().shared;
-        // Not checked against the state here, unlike the doorbell: kernel consumers post with
-        // interrupts off (the MAD layer does), where the QP's softirq-off lock may not be taken.
-        if !this.kernel {
-            return Err(EINVAL);
+        match this.posts {
+            // Not checked against the state here, unlike the doorbell: kernel consumers post
+            // with interrupts off (the MAD layer does), where the QP's softirq-off lock may not
+            // be taken.
+            Posts::KernelQueue => this.kq.post_send(wr)?,
+            Posts::KernelRing => this.kring.post_send(this, wr)?,
+            Posts::User => return Err(EINVAL),
         }
-        this.kq.post_send(wr)?;
         this.kick();
         Ok(())
     }
 
-    /// A kernel consumer posts a receive.
-    pub(crate) fn post_recv(qp: &Qp<Ferroce>, buf: RecvBuf) -> Result {
+    /// A kernel consumer posts a receive. Does not sleep.
+    pub(crate) fn post_recv(qp: &Qp<Ferroce>, wr: &RecvWr<'_>) -> Result {
         let this = &qp.data().shared;
         // On an SRQ, receives are posted there.
-        if !this.kernel || qp.srq().is_some() {
+        if qp.srq().is_some() {
             return Err(EINVAL);
         }
-        this.kq.post_recv(buf)
+        match this.posts {
+            Posts::KernelQueue => this.kq.post_recv(wr),
+            Posts::KernelRing => {
+                if this.kring.post_recv(this, wr)? {
+                    this.kick();
+                }
+                Ok(())
+            }
+            Posts::User => Err(EINVAL),
+        }
     }
 
     pub(crate) fn query(qp: &Qp<Ferroce>) -> Result<QpQuery> {

@@ -34,7 +34,8 @@ use kernel::{
         srq::{Srq, SrqAttr, SrqAttrMask},
         stats::StatDesc,
         udata::Udata,
-        wr::{RecvBuf, SendWr, WcSink},
+        virt_dma::VirtDma,
+        wr::{RecvWr, SendWr, WcSink},
     },
 };
 
@@ -220,7 +221,7 @@ impl Driver for Ferroce {
         FerroceQp::post_send(qp, wr)
     }
 
-    fn post_recv(qp: &Qp<Self>, wr: RecvBuf) -> Result {
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
         FerroceQp::post_recv(qp, wr)
     }
 
@@ -228,8 +229,12 @@ impl Driver for Ferroce {
         FerroceCq::poll(cq, sink)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
-        FerroceMr::dma(pd, access)
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: u32,
+        mem: VirtDma,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
+        FerroceMr::dma(pd, access, mem)
     }
 
     const PORT_STATS: &'static [StatDesc] = &DESCS;

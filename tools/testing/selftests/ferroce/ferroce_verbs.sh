@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 17
+ktap_set_plan 18
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -55,15 +55,17 @@ node_desc_settable() {
 ktap_test_result "node description set through sysfs (modify_device)" node_desc_settable
 
 # Verbs only kernel consumers reach: ferroce_kverbs.ko (built with the kernel, path in
-# FERROCE_KVERBS) runs its checks as it loads, and refuses to load if one fails.
+# FERROCE_KVERBS) runs the checks ONLY names as it loads, and refuses to load if one fails.
 kernel_verbs() {
 	local ko=${FERROCE_KVERBS:-}
 	[ -f "$ko" ] || { echo "no ferroce_kverbs.ko (FERROCE_KVERBS)"; return 1; }
-	insmod "$ko" dev=fer0 || { dmesg | grep ferroce_kverbs | tail -n 12; return 1; }
+	insmod "$ko" dev=fer0 only="$1" || { dmesg | grep ferroce_kverbs | tail -n 12; return 1; }
 	rmmod ferroce_kverbs
 }
 ktap_test_result "kernel verbs: an address handle reads back as created (rdma_query_ah)" \
-	kernel_verbs
+	kernel_verbs ah
+ktap_test_result "kernel verbs: RC and UC QPs send (3 packets, immediate, inline), fail a bad lkey and drain" \
+	kernel_verbs qps
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"

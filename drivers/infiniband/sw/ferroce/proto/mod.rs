@@ -27,6 +27,7 @@ pub(crate) mod ring;
 pub(crate) mod timeouts;
 pub(crate) mod window;
 pub(crate) mod wqe;
+pub(crate) mod wqe_out;
 
 /// The IANA UDP destination port of RoCEv2.
 pub(crate) const ROCE_V2_UDP_PORT: u16 = 4791;

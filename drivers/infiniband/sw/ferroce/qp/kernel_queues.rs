@@ -17,7 +17,7 @@ use kernel::{
     prelude::*,
     rdma::{
         qp::{Qp, QpState},
-        wr::{RecvBuf, SendFlag, SendWr, WrOpcode},
+        wr::{RecvBuf, RecvWr, SendFlag, SendWr, WrOpcode},
     },
     sync::{Arc, SpinLockIrq},
 };
@@ -78,8 +78,9 @@ impl KernelQueues {
         Ok(())
     }
 
-    /// Queues a receive. Does not sleep.
-    pub(crate) fn post_recv(&self, buf: RecvBuf) -> Result {
+    /// Queues a receive; its buffers must be under the PD's `local_dma_lkey`. Does not sleep.
+    pub(crate) fn post_recv(&self, wr: &RecvWr<'_>) -> Result {
+        let buf = wr.to_buf()?;
         self.recvs.lock().push(buf, GFP_ATOMIC)?;
         Ok(())
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A QP's send or receive ring, shared with rdma-core's rxe provider: user space produces, the
-//! kernel consumes, and nothing user space writes moves the kernel outside what it posted.
+//! kernel consumes, and nothing user space writes moves the kernel outside what it posted. A
+//! kernel QP's rings are mapped by no process: kernel consumers produce ([`super::kernel_ring`]).
 
 use crate::{cq::FerroceCq, device::Ferroce, limits, proto::wqe::Completion, queue::Ring};
 use core::sync::atomic::Ordering;
@@ -88,6 +89,25 @@ impl WorkRing {
     pub(crate) fn advance(&self, cons: &mut u32) -> Result {
         *cons = self.0.geo.next(*cons);
         self.0.consumer()?.store(*cons, Ordering::Release);
+        Ok(())
+    }
+
+    /// Appends a WQE for a kernel consumer, the only producer of a kernel QP's ring (callers
+    /// serialise): `fill` writes it into the first slot's length of `buf`. `ENOMEM` if the ring
+    /// is full (as C rxe answers).
+    pub(crate) fn produce(&self, buf: &mut [u8], fill: impl FnOnce(&mut [u8]) -> Result) -> Result {
+        let slot = buf.get_mut(..self.slot_len()).ok_or(EINVAL)?;
+        let prod = self.0.producer()?.load(Ordering::Relaxed);
+        let cons = self.0.consumer()?.load(Ordering::Acquire);
+        if self.0.geo.is_full(prod, cons) {
+            return Err(ENOMEM);
+        }
+        fill(slot)?;
+        self.0.mem.write(self.0.geo.slot_offset(prod), slot)?;
+        // Publishes the WQE: the engine reads the slot after seeing the index.
+        self.0
+            .producer()?
+            .store(self.0.geo.next(prod), Ordering::Release);
         Ok(())
     }
 

@@ -3,14 +3,14 @@
 //! A QP's work, on its device's queue: what its timer asks for, kernel consumers' sends, what a
 //! budget cut short, and its backlog, a bounded batch at a time.
 
-use super::{kernel_queues, rx::consume_or_count, QpCtx, QpShared};
+use super::{kernel_queues, rx::consume_or_count, Posts, QpCtx, QpShared};
 use crate::{
     net::recv::{Reject, RxHeaders},
     rc, ud,
 };
 use core::sync::atomic::Ordering;
 use kernel::{
-    rdma::qp::QpType,
+    rdma::qp::{QpState, QpType},
     sync::{Arc, ArcBorrow},
     time::hrtimer::{HrTimerCallback, HrTimerCallbackContext, HrTimerRestart},
     workqueue::WorkItem,
@@ -46,7 +46,7 @@ impl WorkItem for QpShared {
                         shared: &this,
                         inner: &mut inner,
                     };
-                    if this.kernel {
+                    if this.posts == Posts::KernelQueue {
                         kernel_queues::run_sends(&mut cx);
                     }
                     rc::comp::on_timer(&mut cx);
@@ -96,10 +96,18 @@ impl WorkItem for QpShared {
 /// Goes on with what a budget cut short: READ responses (a responder answers from RTR on),
 /// then sending (RC, UC, UD). Returns whether more is left for the next run.
 fn resume(cx: &mut QpCtx<'_>) -> bool {
-    if cx.shared.kernel {
-        return false;
-    }
     let state = cx.inner.attr.state;
+    match cx.shared.posts {
+        Posts::KernelQueue => return false,
+        // What a kernel consumer posted in the error state completes flushed (`ib_drain_qp()`
+        // waits for that), as the doorbell does for user space.
+        Posts::KernelRing if state == QpState::Err => {
+            // A full CQ loses completions: its consumer fell behind.
+            let _ = cx.shared.flush(cx.qp, cx.inner);
+            return false;
+        }
+        _ => {}
+    }
     let qp_type = cx.shared.qp_type;
     let mut more = false;
     if qp_type == QpType::Rc && state.can_receive() {

@@ -16,7 +16,7 @@ use crate::{
             Completion, RecvWqe, WcOpcode, WcStatus, RECV_WQE_HEADER, SGE_SIZE, WC_GRH, WC_WITH_IMM,
         },
     },
-    qp::QpCtx,
+    qp::{Posts, QpCtx},
     rc::resp::recv_pd,
     sge,
     srq::FerroceSrq,
@@ -50,7 +50,7 @@ pub(crate) fn receive(
     if !pkt.hdr.is_multicast() && dcqcn::is_ce(ip) {
         cc::on_datagram_ce(cx, pkt, deth.src_qpn, counters);
     }
-    let (wr_id, status) = if cx.shared.kernel {
+    let (wr_id, status) = if cx.shared.posts == Posts::KernelQueue {
         let buf = cx.shared.kq.take_recv().ok_or(QpDrop::NoRecvWqe)?;
         let landed = grh(ip).and_then(|grh| {
             buf.write(0, &grh).map_err(|_| WcStatus::LocLenErr)?;

@@ -4,11 +4,18 @@
  * ferroce's selftests. Loading runs the checks; a check that does not hold fails the load
  * (-EINVAL, with a log line naming it), so a loaded module has passed.
  *
- *   insmod ferroce_kverbs.ko dev=NAME   (NAME has a RoCE v2 GID of an IPv4 address)
+ *   insmod ferroce_kverbs.ko dev=NAME [only=ah|qps]
  *
- * Checks: an address handle reads back as it was created (rdma_query_ah).
+ * (NAME has a RoCE v2 GID of an IPv4 address; only= runs one group of checks.)
+ *
+ * Checks: an address handle reads back as it was created (rdma_query_ah); kernel RC and UC
+ * QPs, connected to each other through the device's loopback, move SENDs (several packets,
+ * immediate data, inline), report a bad lkey, and drain (ib_drain_qp) with what is still posted
+ * flushed, all through an IB_POLL_SOFTIRQ CQ.
  */
+#include <linux/completion.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
@@ -17,6 +24,9 @@
 static char *dev;
 module_param(dev, charp, 0444);
 MODULE_PARM_DESC(dev, "the RDMA device to check");
+static char *only;
+module_param(only, charp, 0444);
+MODULE_PARM_DESC(only, "run only these checks: ah or qps");
 
 static int result;
 static bool found;
@@ -109,6 +119,282 @@ put_gid:
 	return ret;
 }
 
+/* One WR's completion, as its cqe callback saw it. */
+struct kv_wait {
+	struct ib_cqe cqe;
+	struct completion done;
+	struct ib_wc wc;
+};
+
+static void kv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_wait *w = container_of(wc->wr_cqe, struct kv_wait, cqe);
+
+	w->wc = *wc;
+	complete(&w->done);
+}
+
+static void kv_wait_init(struct kv_wait *w)
+{
+	w->cqe.done = kv_done;
+	init_completion(&w->done);
+	memset(&w->wc, 0, sizeof(w->wc));
+	w->wc.status = -1;
+}
+
+/* Waits for a WR's completion; false (and a log line) if none came within 10 s. */
+static bool kv_wait_done(struct ib_device *ibdev, struct kv_wait *w, const char *what)
+{
+	if (wait_for_completion_timeout(&w->done, 10 * HZ)) {
+		if (w->wc.status != IB_WC_SUCCESS)
+			pr_info("ferroce_kverbs: %s: %s completed with status %d (%s)\n",
+				dev_name(&ibdev->dev), what, w->wc.status,
+				ib_wc_status_msg(w->wc.status));
+		return true;
+	}
+	pr_err("ferroce_kverbs: %s: no completion for %s\n", dev_name(&ibdev->dev), what);
+	return false;
+}
+
+/* Takes a (RESET) QP to RTS, connected to @dest_qpn at the device's own address @sgid. */
+static int kv_connect(struct ib_qp *qp, u32 dest_qpn, const struct ib_gid_attr *sgid)
+{
+	struct ib_qp_attr attr = {};
+	struct net_device *ndev;
+	int ret;
+
+	attr.qp_state = IB_QPS_INIT;
+	attr.pkey_index = 0;
+	attr.port_num = 1;
+	attr.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
+	ret = ib_modify_qp(qp, &attr,
+			   IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = dest_qpn;
+	attr.rq_psn = 100;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 1;
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	rdma_ah_set_grh(&attr.ah_attr, (union ib_gid *)&sgid->gid, 0, sgid->index, 64, 0);
+	attr.ah_attr.grh.sgid_attr = sgid;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (IS_ERR(ndev)) {
+		rcu_read_unlock();
+		return PTR_ERR(ndev);
+	}
+	memcpy(attr.ah_attr.roce.dmac, ndev->dev_addr, ETH_ALEN);
+	rcu_read_unlock();
+	ret = ib_modify_qp(qp, &attr,
+			   IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN |
+			   (qp->qp_type == IB_QPT_RC ?
+				    IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER : 0));
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = 100;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr,
+			    IB_QP_STATE | IB_QP_SQ_PSN |
+			    (qp->qp_type == IB_QPT_RC ?
+				     IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+				     IB_QP_MAX_QP_RD_ATOMIC : 0));
+}
+
+static int kv_post_recv(struct ib_qp *qp, struct kv_wait *w, u64 addr, u32 len)
+{
+	struct ib_sge sge = { .addr = addr, .length = len, .lkey = qp->pd->local_dma_lkey };
+	struct ib_recv_wr wr = { .wr_cqe = &w->cqe, .sg_list = &sge, .num_sge = len ? 1 : 0 };
+
+	kv_wait_init(w);
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+static int kv_post_send(struct ib_qp *qp, struct kv_wait *w, enum ib_wr_opcode opcode,
+			int flags, u64 addr, u32 len, u32 lkey, __be32 imm)
+{
+	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ib_send_wr wr = {
+		.wr_cqe = &w->cqe,
+		.opcode = opcode,
+		.send_flags = IB_SEND_SIGNALED | flags,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.ex.imm_data = imm,
+	};
+
+	kv_wait_init(w);
+	return ib_post_send(qp, &wr, NULL);
+}
+
+#define SEND_LEN 3000 /* three packets at a 1024-byte MTU */
+#define INLINE_LEN 48
+
+/*
+ * SENDs between two connected kernel QPs of @type: data, immediate data and inline data arrive
+ * whole; then a receive still posted is flushed by ib_drain_qp(). For RC, a send whose lkey
+ * names no region completes with IB_WC_LOC_PROT_ERR first.
+ */
+static int check_connected(struct ib_device *ibdev, const struct ib_gid_attr *sgid,
+			   enum ib_qp_type type)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = type,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+	const char *name = type == IB_QPT_RC ? "RC" : "UC";
+	struct kv_wait *sw, *rw, *flushed;
+	struct ib_qp *a = NULL, *b = NULL;
+	u64 src_dma, dst_dma;
+	struct ib_cq *cq;
+	struct ib_pd *pd;
+	u8 *src, *dst;
+	int ret = 0; /* a check failed (EXPECT) */
+	int err = 0, i; /* a step failed */
+
+	src = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	dst = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	sw = kzalloc(3 * sizeof(*sw), GFP_KERNEL);
+	if (!src || !dst || !sw) {
+		err = -ENOMEM;
+		goto free_mem;
+	}
+	rw = sw + 1;
+	flushed = sw + 2;
+	for (i = 0; i < PAGE_SIZE; i++)
+		src[i] = i * 7 + 3;
+	src_dma = ib_dma_map_single(ibdev, src, PAGE_SIZE, DMA_TO_DEVICE);
+	dst_dma = ib_dma_map_single(ibdev, dst, PAGE_SIZE, DMA_FROM_DEVICE);
+
+	pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(pd)) {
+		err = PTR_ERR(pd);
+		goto unmap;
+	}
+	cq = ib_alloc_cq(ibdev, NULL, 32, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
+		goto dealloc_pd;
+	}
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	a = ib_create_qp(pd, &init);
+	b = IS_ERR(a) ? a : ib_create_qp(pd, &init);
+	if (IS_ERR(b)) {
+		err = PTR_ERR(b);
+		pr_err("ferroce_kverbs: %s: %s ib_create_qp: %d\n", dev_name(&ibdev->dev), name,
+		       err);
+		if (!IS_ERR(a))
+			ib_destroy_qp(a);
+		a = b = NULL;
+		goto free_cq;
+	}
+	/* Posting before the QP may send (RESET), or receive, fails. */
+	EXPECT(kv_post_send(a, sw, IB_WR_SEND, 0, src_dma, 8, pd->local_dma_lkey, 0) == -EINVAL);
+	EXPECT(kv_post_recv(b, rw, dst_dma, PAGE_SIZE) == -EINVAL);
+	err = kv_connect(a, b->qp_num, sgid) ?: kv_connect(b, a->qp_num, sgid);
+	if (err) {
+		pr_err("ferroce_kverbs: %s: %s connect: %d\n", dev_name(&ibdev->dev), name, err);
+		goto destroy;
+	}
+
+	/* Three packets with immediate data. */
+	err = kv_post_recv(b, rw, dst_dma, PAGE_SIZE) ?:
+	      kv_post_send(a, sw, IB_WR_SEND_WITH_IMM, 0, src_dma, SEND_LEN,
+			   pd->local_dma_lkey, cpu_to_be32(0x12345678));
+	if (err || !kv_wait_done(ibdev, sw, "a SEND") || !kv_wait_done(ibdev, rw, "a receive")) {
+		err = err ?: -ETIMEDOUT;
+		goto destroy;
+	}
+	EXPECT(sw->wc.status == IB_WC_SUCCESS && sw->wc.opcode == IB_WC_SEND && sw->wc.qp == a);
+	EXPECT(rw->wc.status == IB_WC_SUCCESS && rw->wc.opcode == IB_WC_RECV && rw->wc.qp == b);
+	EXPECT(rw->wc.byte_len == SEND_LEN);
+	EXPECT(rw->wc.wc_flags & IB_WC_WITH_IMM);
+	EXPECT(rw->wc.ex.imm_data == cpu_to_be32(0x12345678));
+	EXPECT(!memcmp(dst, src, SEND_LEN));
+
+	/* Inline: the data is copied as it is posted, its lkey ignored. */
+	memset(dst, 0, PAGE_SIZE);
+	err = kv_post_recv(b, rw, dst_dma, PAGE_SIZE) ?:
+	      kv_post_send(a, sw, IB_WR_SEND, IB_SEND_INLINE, (u64)(uintptr_t)(src + 100),
+			   INLINE_LEN, 0, 0);
+	if (err || !kv_wait_done(ibdev, sw, "an inline SEND") ||
+	    !kv_wait_done(ibdev, rw, "an inline receive")) {
+		err = err ?: -ETIMEDOUT;
+		goto destroy;
+	}
+	EXPECT(sw->wc.status == IB_WC_SUCCESS && rw->wc.status == IB_WC_SUCCESS);
+	EXPECT(rw->wc.byte_len == INLINE_LEN && !(rw->wc.wc_flags & IB_WC_WITH_IMM));
+	EXPECT(!memcmp(dst, src + 100, INLINE_LEN));
+
+	if (type == IB_QPT_RC) {
+		/* A key no region has: the WR fails locally, the QP goes to the error state. */
+		err = kv_post_send(a, sw, IB_WR_SEND, 0, src_dma, 64, pd->local_dma_lkey ^ 0xff00,
+				   0);
+		if (err || !kv_wait_done(ibdev, sw, "a SEND with a bad lkey")) {
+			err = err ?: -ETIMEDOUT;
+			goto destroy;
+		}
+		EXPECT(sw->wc.status == IB_WC_LOC_PROT_ERR);
+	}
+	/* A receive left posted, flushed when the QP drains (or at once, in the error state). */
+	err = kv_post_recv(b, flushed, dst_dma, PAGE_SIZE);
+	if (err)
+		goto destroy;
+	ib_drain_qp(a);
+	ib_drain_qp(b);
+	EXPECT(try_wait_for_completion(&flushed->done));
+	EXPECT(flushed->wc.status == IB_WC_WR_FLUSH_ERR && flushed->wc.qp == b);
+destroy:
+	ib_destroy_qp(a);
+	ib_destroy_qp(b);
+free_cq:
+	ib_free_cq(cq);
+dealloc_pd:
+	ib_dealloc_pd(pd);
+unmap:
+	ib_dma_unmap_single(ibdev, src_dma, PAGE_SIZE, DMA_TO_DEVICE);
+	ib_dma_unmap_single(ibdev, dst_dma, PAGE_SIZE, DMA_FROM_DEVICE);
+free_mem:
+	kfree(sw);
+	kfree(dst);
+	kfree(src);
+	if (err)
+		pr_err("ferroce_kverbs: %s: %s QPs: %d\n", dev_name(&ibdev->dev), name, err);
+	return err ?: ret;
+}
+
+/* Kernel RC and UC QPs, on the device's first IPv4 RoCE v2 GID. */
+static int check_kernel_qps(struct ib_device *ibdev)
+{
+	const struct ib_gid_attr *sgid = ipv4_roce_v2_gid(ibdev);
+	int ret;
+
+	if (!sgid) {
+		pr_err("ferroce_kverbs: %s: no RoCE v2 GID of an IPv4 address\n",
+		       dev_name(&ibdev->dev));
+		return -ENODEV;
+	}
+	ret = check_connected(ibdev, sgid, IB_QPT_RC);
+	ret = check_connected(ibdev, sgid, IB_QPT_UC) ?: ret;
+	rdma_put_gid_attr(sgid);
+	return ret;
+}
+
 /* The core calls this for every registered device, under its client lock: the checks run
  * here, on the device named, while it cannot go away.
  */
@@ -117,7 +403,11 @@ static int kverbs_add(struct ib_device *ibdev)
 	if (!dev || strcmp(dev_name(&ibdev->dev), dev))
 		return -EOPNOTSUPP;
 	found = true;
-	result = check_query_ah(ibdev);
+	result = 0;
+	if (!only || !strcmp(only, "ah"))
+		result = check_query_ah(ibdev);
+	if (!only || !strcmp(only, "qps"))
+		result = check_kernel_qps(ibdev) ?: result;
 	return -EOPNOTSUPP;
 }
 
