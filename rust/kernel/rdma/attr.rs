@@ -354,6 +354,9 @@ pub mod device_cap {
     pub const FLUSH_GLOBAL: u64 = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
     /// Resizes shared receive queues.
     pub const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+    /// Fast registration (`IB_WR_REG_MR`), local and remote invalidation.
+    pub const MEM_MGT_EXTENSIONS: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 }
 
 /// Kernel capability flags (`IBK_*`) for [`DeviceAttrs::kernel_cap_flags`].

@@ -4,8 +4,8 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{ops::Driver, pd::Pd};
-use crate::{bindings, prelude::*, types::Opaque};
+use super::{ops::Driver, pd::Pd, virt_dma::VirtDma};
+use crate::{bindings, error::to_result, prelude::*, types::Opaque};
 
 /// A user memory registration request (`ibv_reg_mr`).
 #[derive(Clone, Copy, Debug)]
@@ -129,6 +129,63 @@ pub(crate) unsafe fn rereg_user<T: Driver>(
     Ok(())
 }
 
+/// `ops.alloc_mr`: fast-registration regions only (`IB_MR_TYPE_MEM_REG`).
+///
+/// # Safety
+///
+/// `pd` is a live kernel PD of a device of `T`.
+pub(crate) unsafe fn alloc<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> Result<*mut bindings::ib_mr> {
+    if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return Err(EOPNOTSUPP);
+    }
+    // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`; the
+    // caller holds it for the call, which the reference does not outlive.
+    let pd = unsafe { Pd::<T>::from_raw(pd) };
+    // Only `ib_alloc_mr()` calls this, for kernel consumers: the region's memory is theirs.
+    let (keys, data) = T::alloc_mr(pd, max_num_sg, VirtDma::new())?;
+    new_mr::<T>(keys, data)
+}
+
+/// `ops.map_mr_sg`: the core's walk of the list (`ib_sg_to_pages()`, which sets the region's
+/// `iova` and `length`) hands each page to the provider. Returns how many entries it mapped.
+///
+/// # Safety
+///
+/// `mr` came from [`alloc`] for `T` and is alive for the call; `sg` is a list of `sg_nents`
+/// DMA-mapped entries, `sg_offset` NULL or valid.
+pub(crate) unsafe fn map_sg<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    sg_nents: c_int,
+    sg_offset: *mut c_uint,
+) -> Result<c_int> {
+    // SAFETY: `mr` is a `MrObject<T>` from `new_mr`, alive for the call (`# Safety`).
+    let data = unsafe { &(*mr.cast::<MrObject<T>>()).data };
+    T::map_mr_begin(data)?;
+    // SAFETY: As this function's `# Safety` says; `set_page::<T>` is given `mr` back.
+    let n = unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(set_page::<T>)) };
+    to_result(n.min(0))?;
+    Ok(n)
+}
+
+/// `ib_sg_to_pages()`'s callback: one page for the provider.
+///
+/// # Safety
+///
+/// `mr` is the region [`map_sg`] passed.
+unsafe extern "C" fn set_page<T: Driver>(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+    // SAFETY: `mr` is a `MrObject<T>`, alive during `map_sg` (this function's `# Safety`).
+    let data = unsafe { &(*mr.cast::<MrObject<T>>()).data };
+    match T::map_mr_page(data, addr) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// `ops.get_dma_mr`.
 ///
 /// # Safety
@@ -149,8 +206,8 @@ pub(crate) unsafe fn get_dma<T: Driver>(
 ///
 /// # Safety
 ///
-/// `mr` came from [`reg_user`] or [`get_dma`] (a PD's internal MR) for `T`, and this is its last
-/// use.
+/// `mr` came from [`reg_user`], [`alloc`] or [`get_dma`] (a PD's internal MR) for `T`, and this
+/// is its last use.
 pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) {
     // SAFETY: `mr` came from `reg_user` or `get_dma` (this function's `# Safety`): both return
     // `new_mr`'s `KBox::into_raw` of a `MrObject<T>`. This is its last use, so the box may be

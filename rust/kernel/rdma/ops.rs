@@ -101,6 +101,32 @@ pub trait Driver: Sized + 'static {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// Creates a fast-registration region (`IB_MR_TYPE_MEM_REG`) of the kernel PD `pd` for up
+    /// to `max_pages` pages, which `mem` reaches; returns its first keys and its data. It gives
+    /// no access until an `IB_WR_REG_MR` registers what [`Self::map_mr_begin`] and
+    /// [`Self::map_mr_page`] mapped into it.
+    fn alloc_mr(
+        _pd: &Pd<Self>,
+        _max_pages: u32,
+        _mem: VirtDma,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR);
+        #[allow(unreachable_code)]
+        Ok((MrKeys { lkey: 0, rkey: 0 }, Err::<Self::Mr, Error>(EINVAL)))
+    }
+
+    /// `ib_map_mr_sg()` starts mapping pages into a region from [`Self::alloc_mr`]: what an
+    /// earlier call mapped is dropped. May be called in atomic context.
+    fn map_mr_begin(_mr: &Self::Mr) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The next page of the mapping: a virt-DMA address aligned to the page size the consumer
+    /// chose. `ENOMEM` once the region holds no more. May be called in atomic context.
+    fn map_mr_page(_mr: &Self::Mr, _addr: u64) -> Result {
+        build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// Creates a memory window of `ty` in `pd`; returns its first R_Key and its data.
     fn alloc_mw(pd: &Pd<Self>, ty: MwType) -> Result<(u32, impl PinInit<Self::Mw, Error>)>;
 
@@ -514,6 +540,38 @@ impl<T: Driver> OpsVTable<T> {
         // after 0.
         unsafe { mr::dereg::<T>(ibmr) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of a device of `T`.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: `ib_alloc_mr()`, the only caller, passes a live kernel PD of the device.
+        match unsafe { mr::alloc::<T>(pd, mr_type, max_num_sg) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibmr` came from `alloc_mr`; `sg` is a list of `sg_nents` DMA-mapped entries.
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: `ib_map_mr_sg()` passes a region of this device (a fast-registration one: the
+        // core calls this for no other) with a mapped list, as this function's `# Safety` says.
+        match unsafe { mr::map_sg::<T>(ibmr, sg, sg_nents, sg_offset) } {
+            Ok(n) => n,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// # Safety
@@ -986,6 +1044,16 @@ impl<T: Driver> OpsVTable<T> {
         dereg_mr: Some(Self::dereg_mr),
         rereg_user_mr: if T::HAS_REREG_USER_MR {
             Some(Self::rereg_user_mr)
+        } else {
+            None
+        },
+        alloc_mr: if T::HAS_ALLOC_MR {
+            Some(Self::alloc_mr)
+        } else {
+            None
+        },
+        map_mr_sg: if T::HAS_ALLOC_MR {
+            Some(Self::map_mr_sg)
         } else {
             None
         },

@@ -121,6 +121,22 @@ pub enum RemoteWr {
     },
 }
 
+/// A fast registration (`struct ib_reg_wr`): the key and rights the region takes, and what the
+/// consumer mapped into it (`ib_map_mr_sg()` set the region's `iova`, `length` and page size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegMrWr {
+    /// The key the region takes (`ib_update_fast_reg_key()` changes its low 8 bits).
+    pub key: u32,
+    /// `IB_ACCESS_*`.
+    pub access: u32,
+    /// The address of the region's first byte.
+    pub iova: u64,
+    /// Its length.
+    pub length: u64,
+    /// The page size of its mapping.
+    pub page_size: u32,
+}
+
 /// A send work request of a kernel consumer, borrowed for the call that posts it.
 pub struct SendWr<'a, T: Driver> {
     /// Returned in the completion (for most consumers, a `struct ib_cqe` pointer).
@@ -136,6 +152,8 @@ pub struct SendWr<'a, T: Driver> {
     pub ud: Option<UdDest<'a, T>>,
     /// For RDMA and atomic WRs of RC and UC QPs.
     pub remote: RemoteWr,
+    /// For `IB_WR_REG_MR`.
+    pub reg: Option<RegMrWr>,
     sges: &'a [bindings::ib_sge],
     dma_lkey: u32,
 }
@@ -498,8 +516,8 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
     };
     while !wr.is_null() {
         // SAFETY: A valid list node; for UD and GSI QPs the node is the `wr` of an `ib_ud_wr`,
-        // for RDMA and atomic opcodes of an `ib_rdma_wr` or `ib_atomic_wr`. Its SGEs outlive
-        // the call.
+        // for RDMA, atomic and REG_MR opcodes of an `ib_rdma_wr`, `ib_atomic_wr` or
+        // `ib_reg_wr`. Its SGEs outlive the call.
         let res = unsafe {
             let w = &*wr;
             // An opcode the core does not define is the consumer's mistake.
@@ -547,6 +565,24 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                     }
                     _ => RemoteWr::None,
                 };
+                let reg = if opcode == WrOpcode::RegMr && !ud {
+                    let r = &*crate::container_of!(wr, bindings::ib_reg_wr, wr);
+                    if r.mr.is_null() {
+                        return Err(EINVAL);
+                    }
+                    // The region is the consumer's, alive while its registration is posted.
+                    let mr = &*r.mr;
+                    Some(RegMrWr {
+                        key: r.key,
+                        // CAST: A bit mask.
+                        access: r.access as u32,
+                        iova: mr.iova,
+                        length: mr.length,
+                        page_size: mr.page_size,
+                    })
+                } else {
+                    None
+                };
                 let send = SendWr {
                     wr_id: w.__bindgen_anon_1.wr_id,
                     opcode,
@@ -555,6 +591,7 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                     imm: w.ex.imm_data,
                     ud: dest,
                     remote,
+                    reg,
                     sges,
                     dma_lkey: lkey,
                 };

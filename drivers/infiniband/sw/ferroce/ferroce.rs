@@ -20,6 +20,7 @@ mod cc;
 mod counters;
 mod cq;
 mod device;
+mod frwr;
 mod hw;
 mod limits;
 mod link;

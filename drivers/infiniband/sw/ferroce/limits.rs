@@ -30,7 +30,8 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
         | device_cap::MEM_WINDOW
         | device_cap::MEM_WINDOW_TYPE_2B
         | device_cap::SRQ_RESIZE
-        | device_cap::FLUSH_GLOBAL,
+        | device_cap::FLUSH_GLOBAL
+        | device_cap::MEM_MGT_EXTENSIONS,
     kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
     max_send_sge: 32,
     max_recv_sge: 32,
@@ -47,7 +48,6 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_res_rd_atom: 0x3f000,
     max_qp_init_rd_atom: 128,
     // Memory windows as C rxe's; their key indices follow the regions' (see `mw.rs`).
-    // No fast registration: not implemented.
     max_mw: (1 << 19) - 1,
     // Multicast as C rxe's.
     max_mcast_grp: 8192,
@@ -59,7 +59,8 @@ pub(crate) const DEVICE_LIMITS: DeviceAttrs = DeviceAttrs {
     max_srq: (1 << 20) - 0x2_0001,
     max_srq_wr: 1 << 20,
     max_srq_sge: 27,
-    max_fast_reg_page_list_len: 0,
+    // As C rxe's: a fast region maps up to 512 pages (`frwr.rs`).
+    max_fast_reg_page_list_len: 512,
     max_pkeys: 1,
     local_ca_ack_delay: 15,
 };

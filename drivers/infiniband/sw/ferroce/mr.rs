@@ -6,7 +6,11 @@
 //! A key is `index << 8 | tag`: the index finds the region in the device's table, the random
 //! tag makes a key hard to guess from the index (C rxe's key has as many random bits).
 
-use crate::{limits, mw::MwTable};
+use crate::{
+    frwr::{FastSlot, PageMem},
+    limits,
+    mw::MwTable,
+};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     prelude::*,
@@ -41,9 +45,11 @@ pub(crate) struct MrState {
     pub(crate) serial: u64,
     /// Set once, when the region enters the table.
     pub(crate) lkey: AtomicU32,
-    /// Cleared when the region is deregistered: a message under way that holds it stops
-    /// writing (or reading) it then.
+    /// Cleared when the region is deregistered (or, registered fast, invalidated): a message
+    /// under way that holds it stops writing (or reading) it then.
     live: AtomicBool,
+    /// A fast region's head: its registrations (see `frwr.rs`).
+    pub(crate) fast: Option<Arc<FastSlot>>,
 }
 
 impl MrState {
@@ -52,6 +58,11 @@ impl MrState {
     /// RCU grace period, so once `ibv_dereg_mr` returns nothing touches the memory.
     pub(crate) fn live(&self) -> bool {
         self.live.load(Ordering::Acquire)
+    }
+
+    /// Ends the region (deregistered or invalidated): nothing uses it from now on.
+    pub(crate) fn end(&self) {
+        self.live.store(false, Ordering::Release);
     }
 }
 
@@ -63,6 +74,10 @@ pub(crate) enum RegionMem {
     /// All kernel memory, by virt-DMA address (the region's offsets are the addresses): the
     /// region of a kernel PD's `local_dma_lkey`, which only kernel QPs of that PD can name.
     Kernel(VirtDma),
+    /// One fast registration's pages (`frwr.rs`).
+    Pages(PageMem),
+    /// None: a fast region's head, which lookups never return.
+    None,
 }
 
 impl RegionMem {
@@ -71,6 +86,8 @@ impl RegionMem {
         match self {
             Self::User(m) => m.len(),
             Self::Kernel(_) => usize::MAX,
+            Self::Pages(m) => m.len(),
+            Self::None => 0,
         }
     }
 
@@ -79,6 +96,8 @@ impl RegionMem {
         match self {
             Self::User(m) => m.read(offset, out),
             Self::Kernel(k) => k.read(offset as u64, out),
+            Self::Pages(m) => m.read(offset, out),
+            Self::None => Err(EINVAL),
         }
     }
 
@@ -87,6 +106,8 @@ impl RegionMem {
         match self {
             Self::User(m) => m.write(offset, data),
             Self::Kernel(k) => k.write(offset as u64, data),
+            Self::Pages(m) => m.write(offset, data),
+            Self::None => Err(EINVAL),
         }
     }
 
@@ -99,6 +120,8 @@ impl RegionMem {
         match self {
             Self::User(m) => m.with_atomic_u64(offset, f),
             Self::Kernel(k) => k.with_atomic_u64(offset as u64, f),
+            Self::Pages(m) => m.dma().with_atomic_u64(m.addr_of(offset)?, f),
+            Self::None => Err(EINVAL),
         }
     }
 }
@@ -133,17 +156,44 @@ impl MrTable {
         iova: u64,
         mem: RegionMem,
     ) -> Result<Arc<MrState>> {
+        self.new_state(pd.id(), rights, iova, mem, None, 0, GFP_KERNEL)
+    }
+
+    /// A fast registration's state, under `key` (from the data path: no sleeping).
+    pub(crate) fn state_atomic(
+        &self,
+        pd: usize,
+        rights: u32,
+        iova: u64,
+        mem: RegionMem,
+        key: u32,
+    ) -> Result<Arc<MrState>> {
+        self.new_state(pd, rights, iova, mem, None, key, GFP_ATOMIC)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_state(
+        &self,
+        pd: usize,
+        rights: u32,
+        iova: u64,
+        mem: RegionMem,
+        fast: Option<Arc<FastSlot>>,
+        key: u32,
+        gfp: kernel::alloc::Flags,
+    ) -> Result<Arc<MrState>> {
         Ok(Arc::new(
             MrState {
-                pd: pd.id(),
+                pd,
                 access: rights,
                 iova,
                 mem,
                 serial: self.serial.fetch_add(1, Ordering::Relaxed),
-                lkey: AtomicU32::new(0),
+                lkey: AtomicU32::new(key),
                 live: AtomicBool::new(true),
+                fast,
             },
-            GFP_KERNEL,
+            gfp,
         )?)
     }
 
@@ -164,7 +214,15 @@ impl MrTable {
     /// nothing). Any context; see [`MrRef`] for how long the result may be held.
     pub(crate) fn get(&self, key: u32) -> Option<Arc<MrState>> {
         let state = self.regions.get(key >> 8)?;
+        if let Some(fast) = &state.fast {
+            return fast.current(key);
+        }
         (state.lkey.load(Ordering::Acquire) == key && state.live()).then_some(state)
+    }
+
+    /// The entry at `key`'s index, whatever its key: a fast region's head.
+    pub(crate) fn head(&self, key: u32) -> Option<Arc<MrState>> {
+        self.regions.get(key >> 8)
     }
 
     /// Puts `state` in the place of the region of `key`; once this returns, no packet or WR
@@ -180,8 +238,12 @@ impl MrTable {
     /// Takes the region of `key` out; once this returns, no packet or WR finds or uses it.
     /// Sleeps.
     fn remove(&self, key: u32) {
-        if let Some(state) = self.get(key) {
-            state.live.store(false, Ordering::Release);
+        // By index: a fast region's key may have changed since.
+        if let Some(state) = self.head(key) {
+            state.end();
+            if let Some(fast) = &state.fast {
+                fast.invalidate_all();
+            }
         }
         // Only this region's own drop removes its key.
         let removed = self.regions.remove(key >> 8);
@@ -259,6 +321,51 @@ impl FerroceMr {
         let state = table.state(pd, access, 0, RegionMem::Kernel(mem))?;
         let key = table.insert(state)?;
         Ok((keys(key, access), Ok(Self { table, key })))
+    }
+}
+
+impl FerroceMr {
+    /// A fast-registration region of the kernel PD `pd` for up to `max_pages` pages: no access
+    /// until a REG_MR registers it. Its keys are one (as C rxe's), and change with each
+    /// registration (the consumer chooses the low 8 bits).
+    pub(crate) fn alloc_fast(
+        pd: &Pd<Ferroce>,
+        max_pages: u32,
+        mem: VirtDma,
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
+        if max_pages == 0 || max_pages > limits::DEVICE_LIMITS.max_fast_reg_page_list_len {
+            return Err(EINVAL);
+        }
+        let table = pd.device().data().mrs.clone();
+        let slot = FastSlot::new(max_pages, mem)?;
+        let head = table.new_state(pd.id(), 0, 0, RegionMem::None, Some(slot), 0, GFP_KERNEL)?;
+        let key = table.insert(head)?;
+        Ok((
+            MrKeys {
+                lkey: key,
+                rkey: key,
+            },
+            Ok(Self { table, key }),
+        ))
+    }
+
+    /// The fast slot of this region (`EINVAL` for other regions).
+    fn fast(&self) -> Result<Arc<FastSlot>> {
+        self.table
+            .head(self.key)
+            .and_then(|h| h.fast.clone())
+            .ok_or(EINVAL)
+    }
+
+    /// `ib_map_mr_sg()` starts mapping pages into this fast region.
+    pub(crate) fn map_begin(&self) -> Result {
+        self.fast()?.map_begin();
+        Ok(())
+    }
+
+    /// The next page of the mapping.
+    pub(crate) fn map_page(&self, addr: u64) -> Result {
+        self.fast()?.map_page(addr)
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::{
     device::Ferroce,
+    frwr::FastError,
     limits,
     mr::{MrRef, MrTable},
     proto::wqe::{access, BindMw},
@@ -234,9 +235,9 @@ impl MrTable {
         Ok(())
     }
 
-    /// Invalidates the type 2 window of `rkey`, for the QP `qp` of `pd`: locally (LOCAL_INV,
-    /// `remote` false) or by a peer's SEND with invalidate, which only the QP it is bound to
-    /// takes. Regions cannot be invalidated (no fast registration yet).
+    /// Invalidates the type 2 window or the fast region of `rkey`, for the QP `qp` of `pd`:
+    /// locally (LOCAL_INV, `remote` false) or by a peer's SEND with invalidate, which only the
+    /// QP a window is bound to takes (and only a region with remote rights).
     pub(crate) fn invalidate(
         &self,
         pd: usize,
@@ -245,7 +246,10 @@ impl MrTable {
         remote: bool,
     ) -> Result<(), MwError> {
         if !MwTable::is_window_key(rkey) {
-            return Err(MwError::BadState);
+            return self.fast_invalidate(pd, rkey, remote).map_err(|e| match e {
+                FastError::NotFound => MwError::NotFound,
+                FastError::Refused => MwError::BadState,
+            });
         }
         let mw = self.window_of(rkey, pd)?;
         let mut bound = mw.bound.lock();

@@ -229,6 +229,22 @@ impl Driver for Ferroce {
         FerroceCq::poll(cq, sink)
     }
 
+    fn alloc_mr(
+        pd: &Pd<Self>,
+        max_pages: u32,
+        mem: VirtDma,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)> {
+        FerroceMr::alloc_fast(pd, max_pages, mem)
+    }
+
+    fn map_mr_begin(mr: &Self::Mr) -> Result {
+        mr.map_begin()
+    }
+
+    fn map_mr_page(mr: &Self::Mr, addr: u64) -> Result {
+        mr.map_page(addr)
+    }
+
     fn get_dma_mr(
         pd: &Pd<Self>,
         access: u32,

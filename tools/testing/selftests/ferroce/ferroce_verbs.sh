@@ -23,7 +23,7 @@ ktap_print_header
 require rdma ip "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 18
+ktap_set_plan 19
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip link add fvv0 type veth peer name fvv1 || ktap_exit_fail_msg "cannot create veth"
@@ -66,6 +66,8 @@ ktap_test_result "kernel verbs: an address handle reads back as created (rdma_qu
 	kernel_verbs ah
 ktap_test_result "kernel verbs: RC and UC QPs send (3 packets, immediate, inline), fail a bad lkey and drain" \
 	kernel_verbs qps
+ktap_test_result "kernel verbs: FRWR gives a peer WRITE and READ across pages until SEND_WITH_INV or LOCAL_INV" \
+	kernel_verbs frwr
 
 # rdma-core ships its tests partly gzipped.
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"

@@ -64,6 +64,8 @@ pub(crate) enum WcOpcode {
     Tso = 7,
     Flush = 8,
     AtomicWrite = 9,
+    /// `IB_WC_REG_MR`: kernel consumers only.
+    RegMr = 10,
     Recv = 1 << 7,
     /// An RDMA WRITE with immediate consumed a receive WQE.
     RecvRdmaWithImm = (1 << 7) + 1,
@@ -90,10 +92,12 @@ pub(crate) enum WrOpcode {
     MaskedAtomicFetchAndAdd = 13,
     Flush = 14,
     AtomicWrite = 15,
+    /// `IB_WR_REG_MR`: only kernel consumers post it (the user ABI has no such opcode).
+    RegMr = 0x20,
 }
 
 impl WrOpcode {
-    /// Every opcode, in value order.
+    /// Every opcode of the user ABI, in value order.
     pub(crate) const ALL: [Self; 16] = [
         Self::RdmaWrite,
         Self::RdmaWriteWithImm,
@@ -115,7 +119,9 @@ impl WrOpcode {
 
     /// The opcode a WQE or WR names; `None` for a value no verb has.
     pub(crate) const fn from_raw(v: u32) -> Option<Self> {
-        if (v as usize) < Self::ALL.len() {
+        if v == Self::RegMr as u32 {
+            Some(Self::RegMr)
+        } else if (v as usize) < Self::ALL.len() {
             Some(Self::ALL[v as usize])
         } else {
             None
@@ -135,6 +141,7 @@ impl WrOpcode {
             Self::Tso => WcOpcode::Tso,
             Self::Flush => WcOpcode::Flush,
             Self::AtomicWrite => WcOpcode::AtomicWrite,
+            Self::RegMr => WcOpcode::RegMr,
         }
     }
 }
@@ -287,6 +294,13 @@ pub(crate) mod off {
     pub(crate) const AV_DADDR4: usize = 60 + 4;
     pub(crate) const AV_SADDR6: usize = 32 + 8;
     pub(crate) const AV_DADDR6: usize = 60 + 8;
+    /// `IB_WR_REG_MR`'s fields, which only kernel WQEs carry (a layout of ferroce's own, in the
+    /// union user WQEs use for `wr.rdma` and the others).
+    pub(crate) const REG_IOVA: usize = 24;
+    pub(crate) const REG_LENGTH: usize = 32;
+    pub(crate) const REG_KEY: usize = 40;
+    pub(crate) const REG_ACCESS: usize = 44;
+    pub(crate) const REG_PAGE_SHIFT: usize = 48;
     pub(crate) const DMA_LENGTH: usize = 184;
     pub(crate) const DMA_NUM_SGE: usize = 196;
 }
@@ -432,6 +446,17 @@ impl<'a> SendWqe<'a> {
         }
     }
 
+    /// What a REG_MR WQE asks (see [`off::REG_IOVA`]).
+    pub(crate) fn reg_mr(&self) -> RegMr {
+        RegMr {
+            iova: u64::from_ne_bytes(bytes(self.0, off::REG_IOVA)),
+            length: u64::from_ne_bytes(bytes(self.0, off::REG_LENGTH)),
+            key: u32_at(self.0, off::REG_KEY),
+            access: u32_at(self.0, off::REG_ACCESS),
+            page_shift: u32_at(self.0, off::REG_PAGE_SHIFT),
+        }
+    }
+
     /// What a FLUSH asks for (`wr.flush`; its length is the WQE's `dma.length`, where
     /// rdma-core's provider and C rxe keep it: `wr.flush.length` is never set).
     pub(crate) fn flush(&self) -> FlushWr {
@@ -450,6 +475,18 @@ impl<'a> SendWqe<'a> {
     pub(crate) fn atomic_write_value(&self) -> Option<[u8; 8]> {
         self.inline_data(8)?.try_into().ok()
     }
+}
+
+/// A fast registration (`struct ib_reg_wr`, with its region's mapping): the key the region
+/// takes, its rights, and the range the pages mapped into it hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegMr {
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+    pub(crate) key: u32,
+    pub(crate) access: u32,
+    /// log2 of the page size the consumer mapped with.
+    pub(crate) page_shift: u32,
 }
 
 /// A FLUSH (`struct rxe_send_wr`'s `wr.flush`): the peer's range (or, by `selectivity`, its

@@ -5,18 +5,20 @@
 //! [`super::wqe::SendWqe`] and [`super::wqe::RecvWqe`], serves user and kernel QPs alike.
 
 use super::wqe::{
-    off, sge_off, Sge, WrOpcode, RECV_NUM_SGE, RECV_WQE_HEADER, SEND_INLINE, SEND_WQE_HEADER,
-    SGE_SIZE,
+    off, sge_off, RegMr, Sge, WrOpcode, RECV_NUM_SGE, RECV_WQE_HEADER, SEND_INLINE,
+    SEND_WQE_HEADER, SGE_SIZE,
 };
 
 /// Offset of `dma.length` in a receive WQE.
 const RECV_LENGTH: usize = 16;
 
-/// The peer memory a send WQE names.
+/// The peer memory a send WQE names, or the registration a REG_MR asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Remote {
     /// None: a SEND, or an invalidation.
     None,
+    /// A fast registration (`IB_WR_REG_MR`).
+    Reg(RegMr),
     /// An RDMA WRITE's or READ's target (`wr.rdma`).
     Rdma { addr: u64, rkey: u32 },
     /// An atomic's word and operands (`wr.atomic`).
@@ -78,6 +80,13 @@ fn put_header(slot: &mut [u8], h: &SendHeader) {
     put(slot, off::IMM, &h.ex);
     match h.remote {
         Remote::None => {}
+        Remote::Reg(r) => {
+            put(slot, off::REG_IOVA, &r.iova.to_ne_bytes());
+            put(slot, off::REG_LENGTH, &r.length.to_ne_bytes());
+            put(slot, off::REG_KEY, &r.key.to_ne_bytes());
+            put(slot, off::REG_ACCESS, &r.access.to_ne_bytes());
+            put(slot, off::REG_PAGE_SHIFT, &r.page_shift.to_ne_bytes());
+        }
         Remote::Rdma { addr, rkey } => {
             put(slot, off::RDMA_REMOTE_ADDR, &addr.to_ne_bytes());
             put(slot, off::RDMA_RKEY, &rkey.to_ne_bytes());
@@ -214,9 +223,17 @@ mod tests {
             addr: 0x7000_0000_1000,
             rkey: 0x4455,
         };
-        send_with_sges(&mut slot, &header(WrOpcode::RdmaRead, rdma), [A].into_iter()).unwrap();
+        send_with_sges(
+            &mut slot,
+            &header(WrOpcode::RdmaRead, rdma),
+            [A].into_iter(),
+        )
+        .unwrap();
         let w = SendWqe::new(&slot);
-        assert_eq!((w.rdma_remote_addr(), w.rdma_rkey()), (0x7000_0000_1000, 0x4455));
+        assert_eq!(
+            (w.rdma_remote_addr(), w.rdma_rkey()),
+            (0x7000_0000_1000, 0x4455)
+        );
 
         let atomic = Remote::Atomic {
             addr: 0x8008,
@@ -228,9 +245,31 @@ mod tests {
         send_with_sges(&mut slot, &h, [A].into_iter()).unwrap();
         let w = SendWqe::new(&slot);
         assert_eq!(
-            (w.atomic_remote_addr(), w.atomic_compare_add(), w.atomic_swap(), w.atomic_rkey()),
+            (
+                w.atomic_remote_addr(),
+                w.atomic_compare_add(),
+                w.atomic_swap(),
+                w.atomic_rkey()
+            ),
             (0x8008, 5, 9, 0x77)
         );
+
+        // REG_MR: what it registers, read back by the requester.
+        let reg = RegMr {
+            iova: 0xffff_8880_0000_1040,
+            length: 8000,
+            key: 0x1234_5601,
+            access: 7,
+            page_shift: 12,
+        };
+        send_with_sges(
+            &mut slot,
+            &header(WrOpcode::RegMr, Remote::Reg(reg)),
+            core::iter::empty(),
+        )
+        .unwrap();
+        let w = SendWqe::new(&slot);
+        assert_eq!((w.opcode(), w.reg_mr()), (Some(WrOpcode::RegMr), reg));
 
         // SEND_WITH_INV: the key, in host order, where LOCAL_INV's is.
         let mut h = header(WrOpcode::SendWithInv, Remote::None);
@@ -251,14 +290,20 @@ mod tests {
         let w = SendWqe::new(&slot);
         assert_eq!(w.send_flags(), SEND_SIGNALED | SEND_INLINE);
         assert_eq!((w.length(), w.inline_data(5)), (5, Some(&b"hello"[..])));
-        assert_eq!(send_inline(&mut slot, &h, 65, |_| Ok::<_, ()>(())), Err(TooBig::Inline));
+        assert_eq!(
+            send_inline(&mut slot, &h, 65, |_| Ok::<_, ()>(())),
+            Err(TooBig::Inline)
+        );
     }
 
     #[test]
     fn too_many_sges_are_refused_before_anything_is_written() {
         let mut slot = [0x11u8; SEND_WQE_HEADER + SGE_SIZE];
         let h = header(WrOpcode::Send, Remote::None);
-        assert_eq!(send_with_sges(&mut slot, &h, [A, B].into_iter()), Err(TooBig::Sges));
+        assert_eq!(
+            send_with_sges(&mut slot, &h, [A, B].into_iter()),
+            Err(TooBig::Sges)
+        );
         assert!(slot.iter().all(|&b| b == 0x11));
         let mut slot = [0u8; RECV_WQE_HEADER + SGE_SIZE];
         assert_eq!(recv(&mut slot, 1, [A, B].into_iter()), Err(TooBig::Sges));

@@ -10,7 +10,7 @@ use super::{ring::WorkRing, QpShared};
 use crate::{
     device::Ferroce,
     proto::{
-        wqe::{Sge, WrOpcode},
+        wqe::{RegMr, Sge, WrOpcode},
         wqe_out::{self, Remote, SendHeader, TooBig},
     },
 };
@@ -138,20 +138,38 @@ fn header(wr: &SendWr<'_, Ferroce>) -> Result<SendHeader> {
         K::AtomicCmpAndSwp => WrOpcode::AtomicCmpAndSwp,
         K::AtomicFetchAndAdd => WrOpcode::AtomicFetchAndAdd,
         K::LocalInv => WrOpcode::LocalInv,
+        K::RegMr => WrOpcode::RegMr,
         _ => return Err(EINVAL),
     };
-    let remote = match wr.remote {
-        RemoteWr::None => Remote::None,
-        RemoteWr::Rdma { remote_addr, rkey } => Remote::Rdma {
+    let remote = match (opcode, wr.reg, wr.remote) {
+        (WrOpcode::RegMr, Some(r), _) => {
+            if !r.page_size.is_power_of_two() {
+                return Err(EINVAL);
+            }
+            Remote::Reg(RegMr {
+                iova: r.iova,
+                length: r.length,
+                key: r.key,
+                access: r.access,
+                page_shift: r.page_size.trailing_zeros(),
+            })
+        }
+        (WrOpcode::RegMr, None, _) => return Err(EINVAL),
+        (_, _, RemoteWr::None) => Remote::None,
+        (_, _, RemoteWr::Rdma { remote_addr, rkey }) => Remote::Rdma {
             addr: remote_addr,
             rkey,
         },
-        RemoteWr::Atomic {
-            remote_addr,
-            compare_add,
-            swap,
-            rkey,
-        } => Remote::Atomic {
+        (
+            _,
+            _,
+            RemoteWr::Atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+            },
+        ) => Remote::Atomic {
             addr: remote_addr,
             compare_add,
             swap,

@@ -27,7 +27,7 @@ use crate::{
             SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
-    qp::{tx::TX_BUDGET, QpCtx, QpInner, QpShared},
+    qp::{tx::TX_BUDGET, Posts, QpCtx, QpInner, QpShared},
     rc::{bth, comp, path_mtu, timer},
     sge,
 };
@@ -182,8 +182,7 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
             Err((slot, status)) => {
                 cx.inner.req.stopped = true;
                 // Its completion names its opcode, if it had one.
-                let kind =
-                    kind(&SendWqe::new(&slot), cx.shared.is_uc()).map_or(Kind::Send, |(k, _)| k);
+                let kind = kind(&SendWqe::new(&slot), cx.shared).map_or(Kind::Send, |(k, _)| k);
                 Sent {
                     slot,
                     imm: None,
@@ -206,9 +205,12 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
 
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not
 /// take.
-fn kind(w: &SendWqe<'_>, uc: bool) -> Option<(Kind, Option<u32>)> {
-    // What an RC QP takes; UC: all but READ and atomics.
+fn kind(w: &SendWqe<'_>, qp: &QpShared) -> Option<(Kind, Option<u32>)> {
+    let uc = qp.is_uc();
+    // What an RC QP takes; UC: all but READ and atomics. Fast registration is for kernel
+    // consumers (no user WQE has the opcode; one that claims it is refused).
     Some(match w.opcode()? {
+        WrOpcode::RegMr if qp.posts == Posts::KernelRing => (Kind::Local, None),
         WrOpcode::Send => (Kind::Send, None),
         WrOpcode::SendWithImm => (Kind::Send, Some(w.imm())),
         WrOpcode::SendWithInv if !uc => (Kind::SendInv, None),
@@ -236,7 +238,7 @@ fn prepare(
 ) -> Result<Option<Sent>, (KVec<u8>, WcStatus)> {
     let slot_len = shared.sq.slot_len();
     let w = SendWqe::new(&slot);
-    let Some((kind, imm)) = kind(&w, shared.is_uc()) else {
+    let Some((kind, imm)) = kind(&w, shared) else {
         return Err((slot, WcStatus::LocQpOpErr));
     };
     if kind == Kind::Local {
@@ -324,6 +326,9 @@ fn local(qp: &Qp<Ferroce>, shared: &QpShared, w: &SendWqe<'_>) -> Result<(), WcS
             .map_err(|_| WcStatus::MwBindErr),
         Some(WrOpcode::LocalInv) => mrs
             .invalidate(shared.pd, shared.id, w.invalidate_rkey(), false)
+            .map_err(|_| WcStatus::LocQpOpErr),
+        Some(WrOpcode::RegMr) => mrs
+            .fast_register(shared.pd, &w.reg_mr())
             .map_err(|_| WcStatus::LocQpOpErr),
         _ => Err(WcStatus::LocQpOpErr),
     }

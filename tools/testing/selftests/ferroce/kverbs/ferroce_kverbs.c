@@ -4,16 +4,19 @@
  * ferroce's selftests. Loading runs the checks; a check that does not hold fails the load
  * (-EINVAL, with a log line naming it), so a loaded module has passed.
  *
- *   insmod ferroce_kverbs.ko dev=NAME [only=ah|qps]
+ *   insmod ferroce_kverbs.ko dev=NAME [only=ah|qps|frwr]
  *
  * (NAME has a RoCE v2 GID of an IPv4 address; only= runs one group of checks.)
  *
  * Checks: an address handle reads back as it was created (rdma_query_ah); kernel RC and UC
  * QPs, connected to each other through the device's loopback, move SENDs (several packets,
  * immediate data, inline), report a bad lkey, and drain (ib_drain_qp) with what is still posted
- * flushed, all through an IB_POLL_SOFTIRQ CQ.
+ * flushed, all through an IB_POLL_SOFTIRQ CQ; fast registration (ib_map_mr_sg, IB_WR_REG_MR)
+ * gives a peer RDMA WRITE and READ into two pages until SEND_WITH_INV or LOCAL_INV ends it.
  */
 #include <linux/completion.h>
+#include <linux/gfp.h>
+#include <linux/scatterlist.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -26,7 +29,7 @@ module_param(dev, charp, 0444);
 MODULE_PARM_DESC(dev, "the RDMA device to check");
 static char *only;
 module_param(only, charp, 0444);
-MODULE_PARM_DESC(only, "run only these checks: ah or qps");
+MODULE_PARM_DESC(only, "run only these checks: ah, qps or frwr");
 
 static int result;
 static bool found;
@@ -239,16 +242,175 @@ static int kv_post_send(struct ib_qp *qp, struct kv_wait *w, enum ib_wr_opcode o
 	return ib_post_send(qp, &wr, NULL);
 }
 
+/* Posts a WR of @qp whose completion @w waits for; @wr's wr_cqe and flags are set here. */
+static int kv_post(struct ib_qp *qp, struct kv_wait *w, struct ib_send_wr *wr)
+{
+	kv_wait_init(w);
+	wr->wr_cqe = &w->cqe;
+	wr->send_flags |= IB_SEND_SIGNALED;
+	return ib_post_send(qp, wr, NULL);
+}
+
+/* Registers @mr under a new key with remote read and write, from @qp's send queue. */
+static int kv_reg_mr(struct ib_device *ibdev, struct ib_qp *qp, struct kv_wait *w,
+		     struct ib_mr *mr)
+{
+	struct ib_reg_wr reg = {
+		.wr.opcode = IB_WR_REG_MR,
+		.mr = mr,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ,
+	};
+	int err;
+
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	reg.key = mr->rkey;
+	err = kv_post(qp, w, &reg.wr);
+	if (err || !kv_wait_done(ibdev, w, "a REG_MR"))
+		return err ?: -ETIMEDOUT;
+	return w->wc.status == IB_WC_SUCCESS && w->wc.opcode == IB_WC_REG_MR ? 0 : -EIO;
+}
+
+/* An RDMA WRITE or READ of @len bytes between @local (under the PD's DMA key) and @rkey. */
+static int kv_rdma(struct ib_device *ibdev, struct ib_qp *qp, struct kv_wait *w,
+		   enum ib_wr_opcode op, u64 local, u32 len, u64 remote, u32 rkey)
+{
+	struct ib_sge sge = { .addr = local, .length = len, .lkey = qp->pd->local_dma_lkey };
+	struct ib_rdma_wr wr = {
+		.wr.opcode = op,
+		.wr.sg_list = &sge,
+		.wr.num_sge = 1,
+		.remote_addr = remote,
+		.rkey = rkey,
+	};
+	int err = kv_post(qp, w, &wr.wr);
+
+	if (err || !kv_wait_done(ibdev, w, op == IB_WR_RDMA_READ ? "a READ" : "a WRITE"))
+		return err ?: -ETIMEDOUT;
+	return 0;
+}
+
+#define FRWR_OFF 100 /* the registered range starts there in its first page */
+#define FRWR_LEN 5000 /* and spans two pages */
+
+/*
+ * @b registers two pages of its own by FRWR; @a WRITEs across the page boundary and READs the
+ * range back; @a's SEND_WITH_INV ends the registration, which @b's receive reports; a second
+ * registration under a new key works until @b's LOCAL_INV; then @a's WRITE with that key fails
+ * (IB_WC_REM_ACCESS_ERR), which leaves @a in the error state.
+ */
+static int check_frwr(struct ib_device *ibdev, struct ib_qp *a, struct ib_qp *b,
+		      struct kv_wait *sw, struct kv_wait *rw, u8 *src, u64 src_dma, u8 *dst,
+		      u64 dst_dma)
+{
+	struct scatterlist sg;
+	struct ib_mr *mr;
+	u8 *region;
+	u32 rkey;
+	int ret = 0, err, n;
+
+	region = (u8 *)__get_free_pages(GFP_KERNEL | __GFP_ZERO, 1);
+	if (!region)
+		return -ENOMEM;
+	mr = ib_alloc_mr(b->pd, IB_MR_TYPE_MEM_REG, 4);
+	if (IS_ERR(mr)) {
+		err = PTR_ERR(mr);
+		goto free_region;
+	}
+	sg_init_one(&sg, region + FRWR_OFF, FRWR_LEN);
+	n = ib_dma_map_sg(ibdev, &sg, 1, DMA_BIDIRECTIONAL);
+	err = n == 1 ? 0 : -EIO;
+	if (err)
+		goto dereg;
+	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
+	EXPECT(n == 1);
+	EXPECT(mr->length == FRWR_LEN && mr->iova == (u64)(uintptr_t)(region + FRWR_OFF));
+
+	err = kv_reg_mr(ibdev, b, sw, mr);
+	if (err)
+		goto unmap;
+	/* Across the page boundary (region offset 4096). */
+	err = kv_rdma(ibdev, a, sw, IB_WR_RDMA_WRITE, src_dma, 3000, mr->iova + 1000, mr->rkey);
+	if (err)
+		goto unmap;
+	EXPECT(sw->wc.status == IB_WC_SUCCESS && sw->wc.opcode == IB_WC_RDMA_WRITE);
+	EXPECT(!memcmp(region + FRWR_OFF + 1000, src, 3000));
+	memset(dst, 0, PAGE_SIZE);
+	err = kv_rdma(ibdev, a, sw, IB_WR_RDMA_READ, dst_dma, 4000, mr->iova, mr->rkey);
+	if (err)
+		goto unmap;
+	EXPECT(sw->wc.status == IB_WC_SUCCESS && sw->wc.opcode == IB_WC_RDMA_READ);
+	EXPECT(!memcmp(dst, region + FRWR_OFF, 4000));
+
+	/* SEND_WITH_INV: b's receive reports the key it invalidated. */
+	rkey = mr->rkey;
+	err = kv_post_recv(b, rw, dst_dma, PAGE_SIZE);
+	if (!err) {
+		struct ib_sge sge = { .addr = src_dma, .length = 8, .lkey = a->pd->local_dma_lkey };
+		struct ib_send_wr wr = { .opcode = IB_WR_SEND_WITH_INV, .sg_list = &sge,
+					 .num_sge = 1, .ex.invalidate_rkey = rkey };
+
+		err = kv_post(a, sw, &wr);
+	}
+	if (err || !kv_wait_done(ibdev, sw, "a SEND_WITH_INV")) {
+		err = err ?: -ETIMEDOUT;
+		goto unmap;
+	}
+	EXPECT(sw->wc.status == IB_WC_SUCCESS);
+	if (!kv_wait_done(ibdev, rw, "a receive of SEND_WITH_INV")) {
+		err = -ETIMEDOUT;
+		goto unmap;
+	}
+	EXPECT(rw->wc.status == IB_WC_SUCCESS);
+	EXPECT(rw->wc.wc_flags & IB_WC_WITH_INVALIDATE);
+	EXPECT(!(rw->wc.wc_flags & IB_WC_WITH_IMM));
+	EXPECT(rw->wc.ex.invalidate_rkey == rkey);
+
+	/* Registered again, under a new key; then LOCAL_INV. */
+	err = kv_reg_mr(ibdev, b, sw, mr);
+	if (err)
+		goto unmap;
+	EXPECT(mr->rkey != rkey);
+	err = kv_rdma(ibdev, a, sw, IB_WR_RDMA_WRITE, src_dma, 16, mr->iova, mr->rkey);
+	if (err)
+		goto unmap;
+	EXPECT(sw->wc.status == IB_WC_SUCCESS);
+	{
+		struct ib_send_wr inv = { .opcode = IB_WR_LOCAL_INV,
+					  .ex.invalidate_rkey = mr->rkey };
+
+		err = kv_post(b, rw, &inv);
+		if (err || !kv_wait_done(ibdev, rw, "a LOCAL_INV")) {
+			err = err ?: -ETIMEDOUT;
+			goto unmap;
+		}
+		EXPECT(rw->wc.status == IB_WC_SUCCESS && rw->wc.opcode == IB_WC_LOCAL_INV);
+	}
+	/* The key gives no access now. */
+	err = kv_rdma(ibdev, a, sw, IB_WR_RDMA_WRITE, src_dma, 16, mr->iova, mr->rkey);
+	if (err)
+		goto unmap;
+	EXPECT(sw->wc.status == IB_WC_REM_ACCESS_ERR);
+unmap:
+	ib_dma_unmap_sg(ibdev, &sg, 1, DMA_BIDIRECTIONAL);
+dereg:
+	ib_dereg_mr(mr);
+free_region:
+	free_pages((unsigned long)region, 1);
+	if (err)
+		pr_err("ferroce_kverbs: %s: FRWR: %d\n", dev_name(&ibdev->dev), err);
+	return err ?: ret;
+}
+
 #define SEND_LEN 3000 /* three packets at a 1024-byte MTU */
 #define INLINE_LEN 48
 
 /*
  * SENDs between two connected kernel QPs of @type: data, immediate data and inline data arrive
  * whole; then a receive still posted is flushed by ib_drain_qp(). For RC, a send whose lkey
- * names no region completes with IB_WC_LOC_PROT_ERR first.
+ * names no region completes with IB_WC_LOC_PROT_ERR first, or with @frwr, check_frwr() runs.
  */
 static int check_connected(struct ib_device *ibdev, const struct ib_gid_attr *sgid,
-			   enum ib_qp_type type)
+			   enum ib_qp_type type, bool frwr)
 {
 	struct ib_qp_init_attr init = {
 		.qp_type = type,
@@ -341,7 +503,11 @@ static int check_connected(struct ib_device *ibdev, const struct ib_gid_attr *sg
 	EXPECT(rw->wc.byte_len == INLINE_LEN && !(rw->wc.wc_flags & IB_WC_WITH_IMM));
 	EXPECT(!memcmp(dst, src + 100, INLINE_LEN));
 
-	if (type == IB_QPT_RC) {
+	if (frwr) {
+		err = check_frwr(ibdev, a, b, sw, rw, src, src_dma, dst, dst_dma);
+		if (err)
+			goto destroy;
+	} else if (type == IB_QPT_RC) {
 		/* A key no region has: the WR fails locally, the QP goes to the error state. */
 		err = kv_post_send(a, sw, IB_WR_SEND, 0, src_dma, 64, pd->local_dma_lkey ^ 0xff00,
 				   0);
@@ -378,8 +544,8 @@ free_mem:
 	return err ?: ret;
 }
 
-/* Kernel RC and UC QPs, on the device's first IPv4 RoCE v2 GID. */
-static int check_kernel_qps(struct ib_device *ibdev)
+/* Kernel RC and UC QPs, or with @frwr fast registration, on the device's first IPv4 RoCE v2 GID. */
+static int check_kernel_qps(struct ib_device *ibdev, bool frwr)
 {
 	const struct ib_gid_attr *sgid = ipv4_roce_v2_gid(ibdev);
 	int ret;
@@ -389,8 +555,12 @@ static int check_kernel_qps(struct ib_device *ibdev)
 		       dev_name(&ibdev->dev));
 		return -ENODEV;
 	}
-	ret = check_connected(ibdev, sgid, IB_QPT_RC);
-	ret = check_connected(ibdev, sgid, IB_QPT_UC) ?: ret;
+	if (frwr) {
+		ret = check_connected(ibdev, sgid, IB_QPT_RC, true);
+	} else {
+		ret = check_connected(ibdev, sgid, IB_QPT_RC, false);
+		ret = check_connected(ibdev, sgid, IB_QPT_UC, false) ?: ret;
+	}
 	rdma_put_gid_attr(sgid);
 	return ret;
 }
@@ -407,7 +577,9 @@ static int kverbs_add(struct ib_device *ibdev)
 	if (!only || !strcmp(only, "ah"))
 		result = check_query_ah(ibdev);
 	if (!only || !strcmp(only, "qps"))
-		result = check_kernel_qps(ibdev) ?: result;
+		result = check_kernel_qps(ibdev, false) ?: result;
+	if (!only || !strcmp(only, "frwr"))
+		result = check_kernel_qps(ibdev, true) ?: result;
 	return -EOPNOTSUPP;
 }
 
