@@ -142,6 +142,11 @@ pub(crate) unsafe fn alloc<T: Driver>(
     if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
         return Err(EOPNOTSUPP);
     }
+    // The token below rests on the PD being a kernel one.
+    // SAFETY: `pd` is live (this function's `# Safety`).
+    if unsafe { !(*pd).uobject.is_null() } {
+        return Err(EINVAL);
+    }
     // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`; the
     // caller holds it for the call, which the reference does not outlive.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
@@ -165,7 +170,9 @@ pub(crate) unsafe fn map_sg<T: Driver>(
 ) -> Result<c_int> {
     // SAFETY: `mr` is a `MrObject<T>` from `new_mr`, alive for the call (`# Safety`).
     let data = unsafe { &(*mr.cast::<MrObject<T>>()).data };
-    T::map_mr_begin(data)?;
+    // SAFETY: `mr` is live; `ib_map_mr_sg()` set the page size just before calling us.
+    let page_size = unsafe { (&raw const (*mr).page_size).read() };
+    T::map_mr_begin(data, page_size)?;
     // SAFETY: As this function's `# Safety` says; `set_page::<T>` is given `mr` back.
     let n = unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(set_page::<T>)) };
     to_result(n.min(0))?;
@@ -195,6 +202,11 @@ pub(crate) unsafe fn get_dma<T: Driver>(
     pd: *mut bindings::ib_pd,
     access: u32,
 ) -> Result<*mut bindings::ib_mr> {
+    // The token below rests on the PD being a kernel one (the core asks only for those).
+    // SAFETY: `pd` is live (this function's `# Safety`).
+    if unsafe { !(*pd).uobject.is_null() } {
+        return Err(EINVAL);
+    }
     // SAFETY: `pd` is a live PD of `T` (this function's `# Safety`), so made by `pd::init`;
     // `__ib_alloc_pd()` calls this right after it, and the reference does not outlive the call.
     let pd = unsafe { Pd::<T>::from_raw(pd) };
@@ -209,7 +221,7 @@ pub(crate) unsafe fn get_dma<T: Driver>(
 /// `mr` came from [`reg_user`], [`alloc`] or [`get_dma`] (a PD's internal MR) for `T`, and this
 /// is its last use.
 pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) {
-    // SAFETY: `mr` came from `reg_user` or `get_dma` (this function's `# Safety`): both return
+    // SAFETY: `mr` came from `reg_user`, `alloc` or `get_dma` (this function's `# Safety`): all
     // `new_mr`'s `KBox::into_raw` of a `MrObject<T>`. This is its last use, so the box may be
     // rebuilt and dropped.
     drop(unsafe { KBox::from_raw(mr.cast::<MrObject<T>>()) });

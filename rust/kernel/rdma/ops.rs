@@ -115,9 +115,10 @@ pub trait Driver: Sized + 'static {
         Ok((MrKeys { lkey: 0, rkey: 0 }, Err::<Self::Mr, Error>(EINVAL)))
     }
 
-    /// `ib_map_mr_sg()` starts mapping pages into a region from [`Self::alloc_mr`]: what an
-    /// earlier call mapped is dropped. May be called in atomic context.
-    fn map_mr_begin(_mr: &Self::Mr) -> Result {
+    /// `ib_map_mr_sg()` starts mapping pages of `page_size` bytes (the consumer's choice) into
+    /// a region from [`Self::alloc_mr`]: what an earlier call mapped is dropped. May be called
+    /// in atomic context.
+    fn map_mr_begin(_mr: &Self::Mr, _page_size: u32) -> Result {
         build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -566,8 +567,9 @@ impl<T: Driver> OpsVTable<T> {
         sg_nents: c_int,
         sg_offset: *mut c_uint,
     ) -> c_int {
-        // SAFETY: `ib_map_mr_sg()` passes a region of this device (a fast-registration one: the
-        // core calls this for no other) with a mapped list, as this function's `# Safety` says.
+        // SAFETY: `ib_map_mr_sg()` passes a region of this device with a mapped list, as this
+        // function's `# Safety` says (any type of ours: the provider refuses regions that are
+        // not fast ones).
         match unsafe { mr::map_sg::<T>(ibmr, sg, sg_nents, sg_offset) } {
             Ok(n) => n,
             Err(e) => e.to_errno(),

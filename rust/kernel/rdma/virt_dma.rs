@@ -16,8 +16,10 @@ use core::sync::atomic::AtomicU64;
 /// core asks for it for kernel PDs only, whose QPs only kernel consumers post to. A provider
 /// uses it with addresses those consumers posted, as hardware would DMA to them; what such an
 /// address names is the consumer's, mapped until its WR completes. Whatever address it is given,
-/// it touches only pages of the kernel's linear map (`virt_addr_valid()`), one page at a time:
-/// anything else is `EFAULT`. A copy reaches what the original does.
+/// it touches only pages `virt_addr_valid()` accepts (the linear map, and on x86-64 the kernel
+/// image), one page at a time: anything else is `EFAULT`. Like a DMA engine, it cannot tell a
+/// consumer's buffer from other kernel memory: which addresses it is given is the provider's
+/// responsibility. A copy reaches what the original does.
 #[derive(Clone)]
 pub struct VirtDma(());
 

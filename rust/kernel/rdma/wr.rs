@@ -570,15 +570,21 @@ pub(crate) unsafe fn post_send_list<T: Driver>(
                     if r.mr.is_null() {
                         return Err(EINVAL);
                     }
-                    // The region is the consumer's, alive while its registration is posted.
-                    let mr = &*r.mr;
+                    // The region is the consumer's, alive while its registration is posted; C
+                    // may change its other fields meanwhile: each is read on its own.
+                    let mr = r.mr;
+                    let lkey = (&raw const (*mr).lkey).read();
+                    // The key names this region: only its low 8 bits are the consumer's.
+                    if (r.key ^ lkey) & !0xff != 0 {
+                        return Err(EINVAL);
+                    }
                     Some(RegMrWr {
                         key: r.key,
                         // CAST: A bit mask.
                         access: r.access as u32,
-                        iova: mr.iova,
-                        length: mr.length,
-                        page_size: mr.page_size,
+                        iova: (&raw const (*mr).iova).read(),
+                        length: (&raw const (*mr).length).read(),
+                        page_size: (&raw const (*mr).page_size).read(),
                     })
                 } else {
                     None

@@ -9,10 +9,10 @@
 //! is valid. The data path holds a registration while it copies, as it holds any region.
 
 use crate::{
-    mr::{MrState, MrTable, RegionMem},
+    mr::{MrRef, MrState, MrTable, RegionMem},
     proto::wqe::{access, RegMr},
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     new_spinlock_bh, new_spinlock_irq,
     prelude::*,
@@ -27,10 +27,18 @@ const REGISTRABLE: u32 = access::LOCAL_WRITE | access::REMOTE;
 /// the entries aligned to it).
 const MAX_PAGE_SHIFT: u32 = 30;
 
+/// Page sizes a mapping may use, as log2: 4 KiB to 1 GiB.
+const PAGE_SHIFTS: core::ops::RangeInclusive<u32> = 12..=MAX_PAGE_SHIFT;
+
 /// The part of a region's head that fast registration changes.
 #[pin_data]
 pub(crate) struct FastSlot {
     max_pages: usize,
+    /// The page size of the mapping being staged (0 before the first).
+    page_size: AtomicU32,
+    /// The key of the last registration: invalidating it again is a no-op, as on hardware
+    /// (a peer may have invalidated it first).
+    last_key: AtomicU32,
     /// The pages the consumer mapped last, for the next registration. Mapping runs in the
     /// consumer's context, which may have interrupts off.
     #[pin]
@@ -49,6 +57,8 @@ impl FastSlot {
         Arc::pin_init(
             pin_init!(Self {
                 max_pages,
+                page_size: AtomicU32::new(0),
+                last_key: AtomicU32::new(0),
                 staged <- new_spinlock_irq!(staged),
                 current <- new_spinlock_bh!(None),
                 mem,
@@ -57,23 +67,36 @@ impl FastSlot {
         )
     }
 
-    /// The registration of `key`, if it is valid.
-    pub(crate) fn current(&self, key: u32) -> Option<Arc<MrState>> {
-        self.current
-            .lock()
+    /// The registration of `key`, if it is valid, held: invalidation waits for the holder.
+    pub(crate) fn current(&self, key: u32) -> Option<MrRef> {
+        let current = self.current.lock();
+        let state = current
             .as_ref()
-            .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live())
-            .cloned()
+            .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live())?;
+        // Counted under the lock that invalidation ends it under.
+        Some(MrRef::hold(state.clone()))
     }
 
-    /// Starts a new mapping.
-    pub(crate) fn map_begin(&self) {
-        self.staged.lock().clear();
+    /// Starts a new mapping with pages of `page_size` bytes: `EINVAL` unless a power of two
+    /// from 4 KiB to 1 GiB (as C rxe refuses it at mapping time).
+    pub(crate) fn map_begin(&self, page_size: u32) -> Result {
+        if !page_size.is_power_of_two() || !PAGE_SHIFTS.contains(&page_size.trailing_zeros()) {
+            return Err(EINVAL);
+        }
+        let mut staged = self.staged.lock();
+        staged.clear();
+        self.page_size.store(page_size, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Adds a page to the mapping; `ENOMEM` once it holds `max_pages`.
+    /// Adds a page to the mapping: `EINVAL` unless aligned to its page size, `ENOMEM` once it
+    /// holds `max_pages`.
     pub(crate) fn map_page(&self, addr: u64) -> Result {
         let mut staged = self.staged.lock();
+        let page_size = u64::from(self.page_size.load(Ordering::Relaxed));
+        if page_size == 0 || addr & (page_size - 1) != 0 {
+            return Err(EINVAL);
+        }
         if staged.len() >= self.max_pages {
             return Err(ENOMEM);
         }
@@ -85,8 +108,10 @@ impl FastSlot {
     /// Ends the valid registration, if any: its key finds nothing from now on, and a message
     /// that holds it stops using it.
     pub(crate) fn invalidate_all(&self) {
-        if let Some(s) = self.current.lock().take() {
+        let ended = self.current.lock().take();
+        if let Some(s) = ended {
             s.end();
+            s.wait_unused();
         }
     }
 }
@@ -177,9 +202,11 @@ impl MrTable {
         if head.pd != pd {
             return Err(FastError::NotFound);
         }
+        // A range past the end of the address space would wrap a peer's addresses.
         if r.access & !REGISTRABLE != 0
-            || !(12..=MAX_PAGE_SHIFT).contains(&r.page_shift)
+            || !PAGE_SHIFTS.contains(&r.page_shift)
             || r.length == 0
+            || r.iova.checked_add(r.length).is_none()
         {
             return Err(FastError::Refused);
         }
@@ -216,6 +243,7 @@ impl MrTable {
             .state_atomic(pd, r.access, r.iova, RegionMem::Pages(mem), r.key)
             .map_err(|_| FastError::Refused)?;
         *current = Some(state);
+        slot.last_key.store(r.key, Ordering::Relaxed);
         Ok(())
     }
 
@@ -232,16 +260,28 @@ impl MrTable {
         if head.pd != pd {
             return Err(FastError::NotFound);
         }
-        let mut current = slot.current.lock();
-        let state = current
-            .as_ref()
-            .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live())
-            .ok_or(FastError::NotFound)?;
-        if remote && state.access & access::REMOTE == 0 {
-            return Err(FastError::Refused);
+        let ended = {
+            let mut current = slot.current.lock();
+            let valid = current
+                .as_ref()
+                .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live());
+            match valid {
+                Some(state) if remote && state.access & access::REMOTE == 0 => {
+                    return Err(FastError::Refused)
+                }
+                Some(state) => state.end(),
+                // Already invalid (a peer's SEND with invalidate came first): done, as on
+                // hardware, for the key it had.
+                None if !remote && slot.last_key.load(Ordering::Relaxed) == key => return Ok(()),
+                None => return Err(FastError::NotFound),
+            }
+            current.take()
+        };
+        // Holders that found it valid finish their copies first: once the invalidation
+        // completes, the consumer may reuse the pages.
+        if let Some(state) = ended {
+            state.wait_unused();
         }
-        state.end();
-        *current = None;
         Ok(())
     }
 }

@@ -30,8 +30,37 @@ use crate::{device::Ferroce, proto::wqe::access};
 /// A region as the data path holds it while it copies: looked up, used and dropped within one
 /// hold of a QP's lock (softirqs off, an RCU read-side section), never kept across packets.
 /// Deregistration removes the region and waits for an RCU grace period, so its reference is the
-/// last one and unpinning (which sleeps) happens there, in process context.
-pub(crate) type MrRef = Arc<MrState>;
+/// last one and unpinning (which sleeps) happens there, in process context. A fast
+/// registration counts its holders: invalidation, which has no grace period, waits for them,
+/// so that once its completion is posted nothing touches the pages (see `frwr.rs`).
+pub(crate) struct MrRef(Arc<MrState>);
+
+impl MrRef {
+    /// Holds `state`; a fast registration's holders are counted (its lock or the table's
+    /// ensures it was valid when the count went up).
+    pub(crate) fn hold(state: Arc<MrState>) -> Self {
+        if state.counts_users() {
+            state.users.fetch_add(1, Ordering::Acquire);
+        }
+        Self(state)
+    }
+}
+
+impl core::ops::Deref for MrRef {
+    type Target = MrState;
+
+    fn deref(&self) -> &MrState {
+        &self.0
+    }
+}
+
+impl Drop for MrRef {
+    fn drop(&mut self) {
+        if self.0.counts_users() {
+            self.0.users.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
 
 /// What the data path needs of a region.
 pub(crate) struct MrState {
@@ -50,6 +79,8 @@ pub(crate) struct MrState {
     live: AtomicBool,
     /// A fast region's head: its registrations (see `frwr.rs`).
     pub(crate) fast: Option<Arc<FastSlot>>,
+    /// A fast registration's holders ([`MrRef`]).
+    users: AtomicU32,
 }
 
 impl MrState {
@@ -63,6 +94,20 @@ impl MrState {
     /// Ends the region (deregistered or invalidated): nothing uses it from now on.
     pub(crate) fn end(&self) {
         self.live.store(false, Ordering::Release);
+    }
+
+    /// Whether holders are counted: a fast registration's.
+    fn counts_users(&self) -> bool {
+        matches!(self.mem, RegionMem::Pages(_))
+    }
+
+    /// Waits until no [`MrRef`] holds the region (after [`Self::end`], under no lock a holder
+    /// may take). Holders copy with softirqs off and take no lock that waits for this: the
+    /// wait is short.
+    pub(crate) fn wait_unused(&self) {
+        while self.users.load(Ordering::Acquire) != 0 {
+            core::hint::spin_loop();
+        }
     }
 }
 
@@ -192,6 +237,7 @@ impl MrTable {
                 lkey: AtomicU32::new(key),
                 live: AtomicBool::new(true),
                 fast,
+                users: AtomicU32::new(0),
             },
             gfp,
         )?)
@@ -212,12 +258,12 @@ impl MrTable {
 
     /// Finds the region of `key` (a stale or forged key, or a region being deregistered, finds
     /// nothing). Any context; see [`MrRef`] for how long the result may be held.
-    pub(crate) fn get(&self, key: u32) -> Option<Arc<MrState>> {
+    pub(crate) fn get(&self, key: u32) -> Option<MrRef> {
         let state = self.regions.get(key >> 8)?;
         if let Some(fast) = &state.fast {
             return fast.current(key);
         }
-        (state.lkey.load(Ordering::Acquire) == key && state.live()).then_some(state)
+        (state.lkey.load(Ordering::Acquire) == key && state.live()).then(|| MrRef::hold(state))
     }
 
     /// The entry at `key`'s index, whatever its key: a fast region's head.
@@ -357,10 +403,9 @@ impl FerroceMr {
             .ok_or(EINVAL)
     }
 
-    /// `ib_map_mr_sg()` starts mapping pages into this fast region.
-    pub(crate) fn map_begin(&self) -> Result {
-        self.fast()?.map_begin();
-        Ok(())
+    /// `ib_map_mr_sg()` starts mapping pages of `page_size` bytes into this fast region.
+    pub(crate) fn map_begin(&self, page_size: u32) -> Result {
+        self.fast()?.map_begin(page_size)
     }
 
     /// The next page of the mapping.

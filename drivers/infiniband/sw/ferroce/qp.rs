@@ -296,8 +296,12 @@ impl QpShared {
             let mut b = [0u8; wqe::SEND_WQE_PREFIX];
             mem.read(at, &mut b)?;
             let w = SendWqe::new(&b);
-            // A WQE with an opcode user space made up still completes, as a send.
-            let opcode = w.opcode().map_or(WcOpcode::Send, WrOpcode::completion);
+            // A WQE with an opcode user space made up still completes, as a send (REG_MR is
+            // kernel consumers' only: the user ABI has no completion opcode for it).
+            let opcode = w
+                .opcode()
+                .filter(|&o| o != WrOpcode::RegMr || self.posts == Posts::KernelRing)
+                .map_or(WcOpcode::Send, WrOpcode::completion);
             Ok(Completion::flushed(w.wr_id(), opcode, qpn))
         })
     }
@@ -465,6 +469,12 @@ impl FerroceQp {
         if next == QpState::Reset {
             // A reset QP starts over: nothing of its old messages may carry on. A WQE it took
             // from its SRQ is no longer on the SRQ: it completes flushed rather than vanish.
+            // A kernel consumer's WRs go with it (as on C rxe): its rings are emptied.
+            if this.posts == Posts::KernelRing {
+                let (mut sq_cons, mut rq_cons) = (inner.sq_cons, inner.rq_cons);
+                this.kring.discard(this, &mut sq_cons, &mut rq_cons);
+                (inner.sq_cons, inner.rq_cons) = (sq_cons, rq_cons);
+            }
             let cons = inner.sq_cons;
             inner.req.reset(cons);
             let resp = core::mem::take(&mut inner.resp);

@@ -237,8 +237,8 @@ impl Driver for Ferroce {
         FerroceMr::alloc_fast(pd, max_pages, mem)
     }
 
-    fn map_mr_begin(mr: &Self::Mr) -> Result {
-        mr.map_begin()
+    fn map_mr_begin(mr: &Self::Mr, page_size: u32) -> Result {
+        mr.map_begin(page_size)
     }
 
     fn map_mr_page(mr: &Self::Mr, addr: u64) -> Result {

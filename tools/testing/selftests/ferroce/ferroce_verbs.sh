@@ -64,9 +64,9 @@ kernel_verbs() {
 }
 ktap_test_result "kernel verbs: an address handle reads back as created (rdma_query_ah)" \
 	kernel_verbs ah
-ktap_test_result "kernel verbs: RC and UC QPs send (3 packets, immediate, inline), fail a bad lkey and drain" \
+ktap_test_result "kernel verbs: RC and UC QPs send (3 packets, immediate, inline), refuse what they cannot, fail a bad lkey, drain" \
 	kernel_verbs qps
-ktap_test_result "kernel verbs: FRWR gives a peer WRITE and READ across pages until SEND_WITH_INV or LOCAL_INV" \
+ktap_test_result "kernel verbs: FRWR gives a peer WRITE and READ across pages until SEND_WITH_INV or LOCAL_INV (after earlier WRs)" \
 	kernel_verbs frwr
 
 # rdma-core ships its tests partly gzipped.

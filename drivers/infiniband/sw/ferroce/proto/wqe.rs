@@ -317,6 +317,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// `IB_SEND_*` flags (rdma-core's `IBV_SEND_*` have the same values).
+pub(crate) const SEND_FENCE: u32 = 1;
 pub(crate) const SEND_SIGNALED: u32 = 2;
 pub(crate) const SEND_SOLICITED: u32 = 4;
 pub(crate) const SEND_INLINE: u32 = 8;

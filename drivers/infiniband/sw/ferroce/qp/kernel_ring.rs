@@ -78,7 +78,7 @@ impl KernelRings {
         if self.gate.load(Ordering::Acquire) & gate::SEND == 0 {
             return Err(EINVAL);
         }
-        let h = header(wr)?;
+        let h = header(wr, shared.is_uc())?;
         let inline = wr.send_flags.contains(SendFlag::Inline);
         self.produce(&shared.sq, |slot| {
             let res = if inline {
@@ -100,6 +100,15 @@ impl KernelRings {
             wqe_out::recv(slot, wr.wr_id, wr.sges().map(sge)).map_err(too_big)
         })?;
         Ok(self.in_error())
+    }
+
+    /// Drops every WQE posted (the QP is reset): the consumer indexes `sq_cons` and `rq_cons`
+    /// move to the producers'.
+    pub(crate) fn discard(&self, shared: &QpShared, sq_cons: &mut u32, rq_cons: &mut u32) {
+        let _guard = self.post.lock();
+        // Kernel memory only the kernel writes: the indexes can be read.
+        let _ = shared.sq.discard(sq_cons);
+        let _ = shared.rq.discard(rq_cons);
     }
 
     /// Appends one WQE that `fill` writes.
@@ -124,19 +133,20 @@ fn too_big(e: TooBig) -> Error {
     }
 }
 
-/// The WQE header of a kernel WR: only what the RC engine does (a WR it would refuse fails its
-/// post, not its completion).
-fn header(wr: &SendWr<'_, Ferroce>) -> Result<SendHeader> {
+/// The WQE header of a kernel WR: only what the RC engine does for the QP's transport (a WR it
+/// would refuse fails its post, not its completion); UC has no SEND with invalidate, READ or
+/// atomics.
+fn header(wr: &SendWr<'_, Ferroce>, uc: bool) -> Result<SendHeader> {
     use kernel::rdma::wr::WrOpcode as K;
     let opcode = match wr.opcode {
         K::Send => WrOpcode::Send,
         K::SendWithImm => WrOpcode::SendWithImm,
-        K::SendWithInv => WrOpcode::SendWithInv,
+        K::SendWithInv if !uc => WrOpcode::SendWithInv,
         K::RdmaWrite => WrOpcode::RdmaWrite,
         K::RdmaWriteWithImm => WrOpcode::RdmaWriteWithImm,
-        K::RdmaRead => WrOpcode::RdmaRead,
-        K::AtomicCmpAndSwp => WrOpcode::AtomicCmpAndSwp,
-        K::AtomicFetchAndAdd => WrOpcode::AtomicFetchAndAdd,
+        K::RdmaRead if !uc => WrOpcode::RdmaRead,
+        K::AtomicCmpAndSwp if !uc => WrOpcode::AtomicCmpAndSwp,
+        K::AtomicFetchAndAdd if !uc => WrOpcode::AtomicFetchAndAdd,
         K::LocalInv => WrOpcode::LocalInv,
         K::RegMr => WrOpcode::RegMr,
         _ => return Err(EINVAL),

@@ -111,6 +111,17 @@ impl WorkRing {
         Ok(())
     }
 
+    /// Drops what is posted: `cons`, the kernel's consumer index, moves to the producer's.
+    pub(crate) fn discard(&self, cons: &mut u32) -> Result {
+        let prod = self.0.producer()?.load(Ordering::Acquire);
+        let n = self.0.geo.count(prod, *cons);
+        for _ in 0..n {
+            *cons = self.0.geo.next(*cons);
+        }
+        self.0.consumer()?.store(*cons, Ordering::Release);
+        Ok(())
+    }
+
     /// Moves the WQEs posted in `old` after `cons` to the start of this new ring, which user
     /// space has not seen yet; `EINVAL` if they do not fit.
     pub(crate) fn take_posted(&self, old: &WorkRing, cons: u32) -> Result {

@@ -23,8 +23,8 @@ use crate::{
         retry::Retries,
         window::{Entry, Kind, Started, Window, MAX_SPAN, WINDOW},
         wqe::{
-            placement, selectivity, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_INLINE,
-            SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
+            placement, selectivity, SendWqe, Sge, WcOpcode, WcStatus, WrOpcode, SEND_FENCE,
+            SEND_INLINE, SEND_SOLICITED, SEND_WQE_HEADER, SGE_SIZE,
         },
     },
     qp::{tx::TX_BUDGET, Posts, QpCtx, QpInner, QpShared},
@@ -167,6 +167,10 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
             // No memory now: the work tries again.
             Err(_) => return true,
         };
+        if waits_for_earlier(&SendWqe::new(&slot), &cx.inner.req.flight) {
+            cx.inner.req.held = true;
+            break;
+        }
         // Room first: a bind or invalidate takes effect in `prepare`, and must not be done
         // again because the WQE could not be kept.
         if cx.inner.req.flight.reserve(1, GFP_ATOMIC).is_err() {
@@ -201,6 +205,17 @@ pub(crate) fn push(cx: &mut QpCtx<'_>) -> bool {
     }
     comp::complete(cx);
     pump(cx)
+}
+
+/// Whether a WQE waits for the WQEs before it: a LOCAL_INV until they all completed (their
+/// memory is in use until then, IBA 10.6.5), a fenced WQE until no READ or atomic before it is
+/// outstanding (IBA 10.8.3.3). Completions bring the QP's work back (`held`).
+fn waits_for_earlier(w: &SendWqe<'_>, flight: &[Sent]) -> bool {
+    if flight.is_empty() {
+        return false;
+    }
+    w.opcode() == Some(WrOpcode::LocalInv)
+        || (w.send_flags() & SEND_FENCE != 0 && flight.iter().any(|s| s.kind().awaits_response()))
 }
 
 /// What a WQE asks for, and its immediate data; `None` for opcodes the QP's transport does not

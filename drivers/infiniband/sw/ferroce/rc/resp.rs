@@ -529,7 +529,8 @@ fn write(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Refusal> {
             pkt.payload
                 .for_each(|off, piece| mr.mem.write(at + off, piece), EFAULT)
                 .map_err(|_| Refusal::Access)?;
-            w.va += u64::from(n);
+            // In range: the region's end does not wrap (checked at registration).
+            w.va = w.va.wrapping_add(u64::from(n));
             w.left -= n;
             w.len
         }

@@ -17,6 +17,7 @@
 #include <linux/completion.h>
 #include <linux/gfp.h>
 #include <linux/scatterlist.h>
+#include <linux/sizes.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -289,14 +290,84 @@ static int kv_rdma(struct ib_device *ibdev, struct ib_qp *qp, struct kv_wait *w,
 	return 0;
 }
 
+/* Posts a LOCAL_INV of @key from @qp and waits for it. */
+static int kv_local_inv(struct ib_device *ibdev, struct ib_qp *qp, struct kv_wait *w, u32 key)
+{
+	struct ib_send_wr inv = { .opcode = IB_WR_LOCAL_INV, .ex.invalidate_rkey = key };
+	int err = kv_post(qp, w, &inv);
+
+	if (err || !kv_wait_done(ibdev, w, "a LOCAL_INV"))
+		return err ?: -ETIMEDOUT;
+	return 0;
+}
+
+/*
+ * @a registers its own @src by FRWR and posts, in one list, a WRITE from that registration to
+ * @rkey at @remote and a LOCAL_INV of it: the invalidation waits for the WRITE, which completes.
+ */
+static int check_inv_after_use(struct ib_device *ibdev, struct ib_qp *a, struct kv_wait *sw,
+			       struct kv_wait *rw, u8 *src, u64 remote, u32 rkey, u8 *landed)
+{
+	struct scatterlist sg;
+	struct ib_mr *lmr;
+	int ret = 0, err;
+
+	lmr = ib_alloc_mr(a->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(lmr))
+		return PTR_ERR(lmr);
+	sg_init_one(&sg, src, 3000);
+	err = ib_dma_map_sg(ibdev, &sg, 1, DMA_TO_DEVICE) == 1 ? 0 : -EIO;
+	if (err)
+		goto dereg;
+	EXPECT(ib_map_mr_sg(lmr, &sg, 1, NULL, PAGE_SIZE) == 1);
+	err = kv_reg_mr(ibdev, a, sw, lmr);
+	if (err)
+		goto unmap;
+	{
+		struct ib_sge sge = { .addr = lmr->iova, .length = 3000, .lkey = lmr->lkey };
+		struct ib_send_wr inv = { .wr_cqe = &rw->cqe, .opcode = IB_WR_LOCAL_INV,
+					  .send_flags = IB_SEND_SIGNALED,
+					  .ex.invalidate_rkey = lmr->lkey };
+		struct ib_rdma_wr wr = {
+			.wr.next = &inv,
+			.wr.wr_cqe = &sw->cqe,
+			.wr.opcode = IB_WR_RDMA_WRITE,
+			.wr.send_flags = IB_SEND_SIGNALED,
+			.wr.sg_list = &sge,
+			.wr.num_sge = 1,
+			.remote_addr = remote,
+			.rkey = rkey,
+		};
+
+		kv_wait_init(sw);
+		kv_wait_init(rw);
+		memset(landed, 0, 3000);
+		err = ib_post_send(a, &wr.wr, NULL);
+		if (err || !kv_wait_done(ibdev, sw, "a WRITE from a registration") ||
+		    !kv_wait_done(ibdev, rw, "the LOCAL_INV after it")) {
+			err = err ?: -ETIMEDOUT;
+			goto unmap;
+		}
+		EXPECT(sw->wc.status == IB_WC_SUCCESS && rw->wc.status == IB_WC_SUCCESS);
+		EXPECT(!memcmp(landed, src, 3000));
+	}
+unmap:
+	ib_dma_unmap_sg(ibdev, &sg, 1, DMA_TO_DEVICE);
+dereg:
+	ib_dereg_mr(lmr);
+	return err ?: ret;
+}
+
 #define FRWR_OFF 100 /* the registered range starts there in its first page */
 #define FRWR_LEN 5000 /* and spans two pages */
 
 /*
  * @b registers two pages of its own by FRWR; @a WRITEs across the page boundary and READs the
- * range back; @a's SEND_WITH_INV ends the registration, which @b's receive reports; a second
- * registration under a new key works until @b's LOCAL_INV; then @a's WRITE with that key fails
- * (IB_WC_REM_ACCESS_ERR), which leaves @a in the error state.
+ * range back; @a's SEND_WITH_INV ends the registration, which @b's receive reports (and @b's
+ * LOCAL_INV of it after is done at once); a REG_MR whose key names another region, or a map
+ * with a page size below 4 KiB, is refused; a second registration under a new key works
+ * (check_inv_after_use() writes into it) until @b's LOCAL_INV; then @a's WRITE with that key
+ * fails (IB_WC_REM_ACCESS_ERR), which leaves @a in the error state.
  */
 static int check_frwr(struct ib_device *ibdev, struct ib_qp *a, struct ib_qp *b,
 		      struct kv_wait *sw, struct kv_wait *rw, u8 *src, u64 src_dma, u8 *dst,
@@ -321,6 +392,8 @@ static int check_frwr(struct ib_device *ibdev, struct ib_qp *a, struct ib_qp *b,
 	err = n == 1 ? 0 : -EIO;
 	if (err)
 		goto dereg;
+	/* A page size the device does not take is refused when mapping. */
+	EXPECT(ib_map_mr_sg(mr, &sg, 1, NULL, SZ_2K) < 0);
 	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
 	EXPECT(n == 1);
 	EXPECT(mr->length == FRWR_LEN && mr->iova == (u64)(uintptr_t)(region + FRWR_OFF));
@@ -364,8 +437,20 @@ static int check_frwr(struct ib_device *ibdev, struct ib_qp *a, struct ib_qp *b,
 	EXPECT(rw->wc.wc_flags & IB_WC_WITH_INVALIDATE);
 	EXPECT(!(rw->wc.wc_flags & IB_WC_WITH_IMM));
 	EXPECT(rw->wc.ex.invalidate_rkey == rkey);
+	/* Invalidating it again locally (the peer came first) is done at once. */
+	err = kv_local_inv(ibdev, b, rw, rkey);
+	if (err)
+		goto unmap;
+	EXPECT(rw->wc.status == IB_WC_SUCCESS);
 
-	/* Registered again, under a new key; then LOCAL_INV. */
+	/* A key that names another region is refused at post. */
+	{
+		struct ib_reg_wr reg = { .wr.opcode = IB_WR_REG_MR, .mr = mr,
+					 .key = mr->rkey + 0x100, .access = IB_ACCESS_LOCAL_WRITE };
+
+		EXPECT(kv_post(b, sw, &reg.wr) == -EINVAL);
+	}
+	/* Registered again, under a new key; a registration of a's own is used, then LOCAL_INV. */
 	err = kv_reg_mr(ibdev, b, sw, mr);
 	if (err)
 		goto unmap;
@@ -374,17 +459,13 @@ static int check_frwr(struct ib_device *ibdev, struct ib_qp *a, struct ib_qp *b,
 	if (err)
 		goto unmap;
 	EXPECT(sw->wc.status == IB_WC_SUCCESS);
-	{
-		struct ib_send_wr inv = { .opcode = IB_WR_LOCAL_INV,
-					  .ex.invalidate_rkey = mr->rkey };
-
-		err = kv_post(b, rw, &inv);
-		if (err || !kv_wait_done(ibdev, rw, "a LOCAL_INV")) {
-			err = err ?: -ETIMEDOUT;
-			goto unmap;
-		}
-		EXPECT(rw->wc.status == IB_WC_SUCCESS && rw->wc.opcode == IB_WC_LOCAL_INV);
-	}
+	err = check_inv_after_use(ibdev, a, sw, rw, src, mr->iova, mr->rkey, region + FRWR_OFF);
+	if (err)
+		goto unmap;
+	err = kv_local_inv(ibdev, b, rw, mr->rkey);
+	if (err)
+		goto unmap;
+	EXPECT(rw->wc.status == IB_WC_SUCCESS && rw->wc.opcode == IB_WC_LOCAL_INV);
 	/* The key gives no access now. */
 	err = kv_rdma(ibdev, a, sw, IB_WR_RDMA_WRITE, src_dma, 16, mr->iova, mr->rkey);
 	if (err)
@@ -473,6 +554,11 @@ static int check_connected(struct ib_device *ibdev, const struct ib_gid_attr *sg
 		pr_err("ferroce_kverbs: %s: %s connect: %d\n", dev_name(&ibdev->dev), name, err);
 		goto destroy;
 	}
+
+	/* UC has no SEND with invalidate: refused at post. */
+	if (type == IB_QPT_UC)
+		EXPECT(kv_post_send(a, sw, IB_WR_SEND_WITH_INV, 0, src_dma, 8, pd->local_dma_lkey,
+				    0) == -EINVAL);
 
 	/* Three packets with immediate data. */
 	err = kv_post_recv(b, rw, dst_dma, PAGE_SIZE) ?:
