@@ -113,11 +113,8 @@ impl WorkRing {
 
     /// Drops what is posted: `cons`, the kernel's consumer index, moves to the producer's.
     pub(crate) fn discard(&self, cons: &mut u32) -> Result {
-        let prod = self.0.producer()?.load(Ordering::Acquire);
-        let n = self.0.geo.count(prod, *cons);
-        for _ in 0..n {
-            *cons = self.0.geo.next(*cons);
-        }
+        // Where `count(prod, cons)` steps of `next` lead: the masked producer index.
+        *cons = self.0.producer()?.load(Ordering::Acquire) & self.0.geo.mask();
         self.0.consumer()?.store(*cons, Ordering::Release);
         Ok(())
     }
