@@ -70,9 +70,7 @@ impl FastSlot {
     /// The registration of `key`, if it is valid, held: invalidation waits for the holder.
     pub(crate) fn current(&self, key: u32) -> Option<MrRef> {
         let current = self.current.lock();
-        let state = current
-            .as_ref()
-            .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live())?;
+        let state = current.as_ref().filter(|s| s.valid_for(key))?;
         // Counted under the lock that invalidation ends it under.
         Some(MrRef::hold(state.clone()))
     }
@@ -262,9 +260,7 @@ impl MrTable {
         }
         let ended = {
             let mut current = slot.current.lock();
-            let valid = current
-                .as_ref()
-                .filter(|s| s.lkey.load(Ordering::Acquire) == key && s.live());
+            let valid = current.as_ref().filter(|s| s.valid_for(key));
             match valid {
                 Some(state) if remote && state.access & access::REMOTE == 0 => {
                     return Err(FastError::Refused)

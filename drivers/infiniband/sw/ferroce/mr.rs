@@ -91,6 +91,12 @@ impl MrState {
         self.live.load(Ordering::Acquire)
     }
 
+    /// Whether the region is live under `key` (a registration's key, which a fast region's
+    /// changes).
+    pub(crate) fn valid_for(&self, key: u32) -> bool {
+        self.lkey.load(Ordering::Acquire) == key && self.live()
+    }
+
     /// Ends the region (deregistered or invalidated): nothing uses it from now on.
     pub(crate) fn end(&self) {
         self.live.store(false, Ordering::Release);
@@ -263,7 +269,7 @@ impl MrTable {
         if let Some(fast) = &state.fast {
             return fast.current(key);
         }
-        (state.lkey.load(Ordering::Acquire) == key && state.live()).then(|| MrRef::hold(state))
+        state.valid_for(key).then(|| MrRef::hold(state))
     }
 
     /// The entry at `key`'s index, whatever its key: a fast region's head.

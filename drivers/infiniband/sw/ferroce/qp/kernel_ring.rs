@@ -127,10 +127,9 @@ fn sge(s: wr::WrSge) -> Sge {
     }
 }
 
-fn too_big(e: TooBig) -> Error {
-    match e {
-        TooBig::Sges | TooBig::Inline => EINVAL,
-    }
+/// A WR that does not fit the QP's slot (more SGEs or inline bytes than it was created for).
+fn too_big(_: TooBig) -> Error {
+    EINVAL
 }
 
 /// The WQE header of a kernel WR: only what the RC engine does for the QP's transport (a WR it
