@@ -15,6 +15,10 @@ pub const WQ_UNBOUND: u32 = bindings::wq_flags_WQ_UNBOUND;
 pub const WQ_PERCPU: u32 = bindings::wq_flags_WQ_PERCPU;
 /// Work items run at high priority (`WQ_HIGHPRI`).
 pub const WQ_HIGHPRI: u32 = bindings::wq_flags_WQ_HIGHPRI;
+/// The queue keeps a rescuer thread, so that its items make progress under memory pressure
+/// (`WQ_MEM_RECLAIM`); a queue that memory reclaim may wait on (a block device's I/O path)
+/// must have one, and only such a queue may be flushed from another that has one.
+pub const WQ_MEM_RECLAIM: u32 = bindings::wq_flags_WQ_MEM_RECLAIM;
 
 /// An owned work queue; dropping it waits for every queued item, then frees it.
 ///

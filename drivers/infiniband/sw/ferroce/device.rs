@@ -20,7 +20,7 @@ use kernel::{
     prelude::*,
     rdma::device::{Device, DeviceRef},
     sync::{aref::ARef, Arc},
-    workqueue::{OwnedQueue, WQ_PERCPU},
+    workqueue::{OwnedQueue, WQ_MEM_RECLAIM, WQ_PERCPU},
 };
 
 /// The ferroce provider.
@@ -82,8 +82,13 @@ impl FerroceDevice {
         let qps = Arc::pin_init(QpTable::new(), GFP_KERNEL)?;
         Ok(FerroceDevice {
             // Per CPU: a QP's work runs where it was kicked (where its packets were taken), so
-            // what it sends follows what was sent from there, in order.
-            wq: Arc::new(OwnedQueue::new(name, WQ_PERCPU)?, GFP_KERNEL)?,
+            // what it sends follows what was sent from there, in order. With a rescuer: block
+            // storage (NVMe-oF, RNBD) moves its I/O through this queue, and destroys QPs, which
+            // flushes it, from queues of its own that memory reclaim may wait on.
+            wq: Arc::new(
+                OwnedQueue::new(name, WQ_PERCPU | WQ_MEM_RECLAIM)?,
+                GFP_KERNEL,
+            )?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
             counters,
