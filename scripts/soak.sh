@@ -5,6 +5,8 @@
 #    ib_write_bw 64 KiB x 200 and byte-exact RC WRITE and READ, under netem 1% loss + 1%
 #    reordering, then under 5% loss;
 #  - ferroce_data.sh SOAK_DATA_RUNS (default 3) times;
+#  - ferroce_hostile.sh and ferroce_link.sh once each in their long forms (FERROCE_LONG: a 60 s
+#    ring scribbler, a 30 s flood, 100 link create/delete cycles; make check runs them shorter);
 #  - the interop suite (C rxe and ferroce guests on one wire) INTEROP_REPEAT (default 10) times
 #    in a row.
 # Exits non-zero if any run failed.
@@ -24,14 +26,15 @@ make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest prog
 st="$tree/tools/testing/selftests/ferroce"
 
 step "loss and data loops in one guest"
-cmd="cd $st && export FERROCE_STRICT=1 LOSS_RUNS=${LOSS_RUNS:-20};"
+cmd="cd $st && export FERROCE_STRICT=1 FERROCE_LONG=1 LOSS_RUNS=${LOSS_RUNS:-20};"
 cmd+=" (./ferroce_loss.sh; echo \"exit \$?\") 2>&1 | tee $run_dir/loss.log;"
 cmd+=" for i in \$(seq ${SOAK_DATA_RUNS:-3}); do (./ferroce_data.sh; echo \"exit \$?\") > $run_dir/data-\$i.log 2>&1; done;"
+cmd+=" for t in hostile link; do (./ferroce_\$t.sh; echo \"exit \$?\") > $run_dir/long-\$t.log 2>&1; done;"
 cmd+=" bash $FERROCE_ROOT/scripts/kernel-log-check.sh soak > $run_dir/kernel-log 2>&1"
 GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-14400} "$FERROCE_ROOT/scripts/guest.sh" "$cmd" || true
 python3 "$FERROCE_ROOT/scripts/ktap_results.py" soak ferroce_loss.sh "$(sed -n 's/^exit //p' "$run_dir/loss.log" | tail -1)" \
 	<"$run_dir/loss.log" >>"$results"
-for f in "$run_dir"/data-*.log; do
+for f in "$run_dir"/data-*.log "$run_dir"/long-*.log; do
 	[ -e "$f" ] || continue
 	python3 "$FERROCE_ROOT/scripts/ktap_results.py" soak "$(basename "$f" .log)" \
 		"$(sed -n 's/^exit //p' "$f" | tail -1)" <"$f" >>"$results"

@@ -13,6 +13,12 @@ require() {
 	done
 }
 
+# long SHORT LONG: SHORT in make check, LONG under make soak (FERROCE_LONG=1): how long to run a
+# test whose length adds confidence but no coverage.
+long() {
+	if [ -n "${FERROCE_LONG:-}" ]; then echo "$2"; else echo "$1"; fi
+}
+
 # missing WHY: the test cannot run here; a skip, or under FERROCE_STRICT a failure.
 missing() {
 	if [ -n "${FERROCE_STRICT:-}" ]; then

@@ -3,7 +3,7 @@
 #
 # rdma link add/del of ferroce (rdma_rxe) devices, and their life with the netdev: the device
 # rdma-core sees, port state and MTU following the netdev, cleanup on netdev delete, netns
-# move/delete and rmmod, refusals, and 100 create/delete cycles.
+# move/delete and rmmod, refusals, and create/delete cycles (10; 100 under make soak).
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -153,13 +153,14 @@ ktap_test_result "deleting the netns removes its devices" netns_delete_removes
 create_delete_cycles() {
 	local i
 	# A cycle costs ~1.6 s under TCG; a leaked reference shows after one (the module must unload).
-	for i in $(seq 25); do
+	for i in $(seq "$CYCLES"); do
 		rdma link add fer0 type rxe netdev fv0 || return 1
 		rdma link del fer0 || return 1
 	done
 	dev_gone fer0
 }
-ktap_test_result "25 create/delete cycles" create_delete_cycles
+CYCLES=$(long 10 100)
+ktap_test_result "$CYCLES create/delete cycles" create_delete_cycles
 
 rmmod_with_devices() {
 	rdma link add fer0 type rxe netdev fv0 || return 1
