@@ -223,5 +223,41 @@ class BenchFigures(unittest.TestCase):
                                          mhz="2600.0"), "")
 
 
+
+NVMET_REPORT = """[  158.922251] WARNING: possible circular locking dependency detected
+[  158.922833] rm/1121 is trying to acquire lock:
+[  158.923077] ff3d137b0572cc20 (&id_priv->handler_mutex){+.+.}-{4:4}, at: rdma_destroy_id+0x16/0x20
+[  158.924603] -> #1 (nvmet_config_sem){++++}-{4:4}:
+[  158.924904]        nvmet_find_get_subsys+0x36/0x1d0 [nvmet]
+[  158.926363] -> #0 (&id_priv->handler_mutex){+.+.}-{4:4}:
+[  158.926688]        nvmet_rdma_disable_port+0x19/0xa0 [nvmet_rdma]
+[  158.930198] Call Trace:
+[  158.930326]  <TASK>
+[  158.930788]  print_circular_bug+0x365/0x380
+[  158.930438]  </TASK>
+"""
+
+
+def log_filtered(log):
+    """What kernel_log_filter.py leaves of LOG."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "kernel_log_filter.py")], input=log,
+                       capture_output=True, text=True, check=True)
+    return r.stdout
+
+
+class KernelLog(unittest.TestCase):
+    def test_the_upstream_nvmet_lock_order_report_is_taken_out_whole(self):
+        out = log_filtered("[    1.0] boot\n" + NVMET_REPORT + "[  160.0] after\n")
+        self.assertEqual(out, "[    1.0] boot\n[  160.0] after\n")
+
+    def test_a_report_with_another_lock_in_its_chain_stays(self):
+        other = NVMET_REPORT.replace("-> #0 (&id_priv->handler_mutex)",
+                                     "-> #2 (&qp->lock){....}:\n-> #0 (&id_priv->handler_mutex)")
+        out = log_filtered(NVMET_REPORT.replace("nvmet_config_sem", "ferroce_table_lock"))
+        self.assertIn("WARNING: possible circular locking", out)
+        self.assertIn("WARNING: possible circular locking", log_filtered(other))
+        self.assertIn("WARNING: possible circular locking",
+                      log_filtered(NVMET_REPORT + NVMET_REPORT.replace("nvmet_config_sem", "x")))
+
 if __name__ == "__main__":
     unittest.main()

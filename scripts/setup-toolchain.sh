@@ -5,13 +5,15 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # Build: LLVM 19 (bookworm's default clang 14 is too old for 7.3), kernel build deps.
-# Guest: QEMU and the userspace the guest borrows from the host (rdma-core, perftest, iproute2).
+# Guest: QEMU and the userspace the guest borrows from the host (rdma-core, perftest, iproute2,
+# fio and nvme-cli for the storage tests).
 PACKAGES=(
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	make flex bison bc cpio kmod rsync xz-utils patch libelf-dev libssl-dev dwarves python3 python3-venv
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev rdmacm-utils perftest python3-pyverbs
 	iproute2 iputils-ping iperf3 python3-matplotlib tcpdump tshark linux-perf
+	fio nvme-cli
 )
 VIRTME_NG_VERSION=1.42
 
