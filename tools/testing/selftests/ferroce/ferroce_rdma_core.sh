@@ -24,7 +24,7 @@ ktap_print_header
 require rdma ip insmod "$PY"
 "$PY" -c 'import pyverbs' 2>/dev/null || missing "pyverbs missing"
 [ -d "$RDMA_CORE_TESTS" ] || missing "rdma-core tests missing"
-ktap_set_plan 2
+ktap_set_plan 3
 
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
 gunzip -f "$WORK"/tests/*.gz
@@ -66,5 +66,7 @@ compare() {
 ktap_test_result "rdma-core pyverbs suite on ferroce: every test passes or skips" compare ferroce
 ktap_test_result "every pyverbs test that passes on the C rxe passes on ferroce (ODP excepted)" \
 	compare parity quiet
+ktap_test_result "pyverbs memory windows (test_mr.MWTest): types 1 and 2, invalidation, all pass" \
+	compare windows
 
 ktap_finished

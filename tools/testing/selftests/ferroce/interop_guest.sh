@@ -10,7 +10,10 @@
 # would leave them (ferroce sends its own ECT(0)); ferroce answers the marked requests with
 # CNPs, which the C rxe, without congestion control, must drop harmlessly; the ferroce side
 # counts them where the C rxe is the requester. "xfer" is ferroce_xfer, which
-# checks every byte; "mckey" sends UD datagrams to an IPv4 multicast group, from ferroce. Prints
+# checks every byte; "mckey" sends UD datagrams to an IPv4 multicast group, from ferroce;
+# "nvmeof": the server side exports a null_blk with nvmet over rdma, the client side connects
+# with nvme-rdma and runs fio with crc32c verify (kernel RC QPs, FRWR and SEND_WITH_INV on the
+# wire), then tells the target it is done over TCP. Prints
 # KTAP for this side, then the kernel log check's result lines (FERROCE_LOG_CHECK names
 # scripts/kernel-log-check.sh); the host needs both sides.
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
@@ -59,6 +62,8 @@ TESTS=(
 	"xfer -t uc -o write -m 1024 -s 1,4097,65536 -n 18 -w 6"
 	"xfer -t ud -o send -m 1024 -s 1,700,1024 -n 48 -w 12"
 	"xfer -t ud -o send -m 1024 -s 1,700,1024 -n 48 -w 12"
+	"nvmeof"
+	"nvmeof"
 )
 XFER="$(cd "$(dirname "$0")" && pwd)/ferroce_xfer"
 # INTEROP_REPEAT=N runs the whole list N times in a row (make soak); both sides must agree.
@@ -101,6 +106,93 @@ cnps_sent() {
 	rdma statistic show link r0/1 | awk '{for (i = 1; i < NF; i++) if ($i == "np_cnp_sent") print $(i + 1)}'
 }
 
+NQN=nqn.2026-11.org.ferroce:interop
+NVMET=/sys/kernel/config/nvmet
+NULLB=/sys/kernel/config/nullb/interop
+HOSTID=6f6a6c3e-6d1c-4d0a-9f4f-feffe0ce0002
+
+# nvmeof_target PORT: a 128 MiB memory-backed null_blk exported over rdma at SELF:4420 until
+# the host reports on TCP PORT; then the target goes and its modules unload. True when the
+# host reported success ("done 0").
+nvmeof_target() {
+	local rc=0 sub=$NVMET/subsystems/$NQN
+	: >/tmp/interop.log
+	modprobe null_blk nr_devices=0 && modprobe nvmet_rdma || return 1
+	mkdir -p "$NULLB" && echo 128 >"$NULLB/size" && echo 4096 >"$NULLB/blocksize" &&
+		echo 1 >"$NULLB/memory_backed" && echo 1 >"$NULLB/power" &&
+		mkdir -p "$sub/namespaces/1" && echo 1 >"$sub/attr_allow_any_host" &&
+		echo /dev/interop >"$sub/namespaces/1/device_path" &&
+		echo 1 >"$sub/namespaces/1/enable" && mkdir -p "$NVMET/ports/1" &&
+		echo rdma >"$NVMET/ports/1/addr_trtype" && echo ipv4 >"$NVMET/ports/1/addr_adrfam" &&
+		echo "$self" >"$NVMET/ports/1/addr_traddr" && echo 4420 >"$NVMET/ports/1/addr_trsvcid" &&
+		ln -s "$sub" "$NVMET/ports/1/subsystems/$NQN" || rc=1
+	if [ "$rc" -eq 0 ]; then
+		timeout 300 python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", int(sys.argv[1])))
+s.listen(1)
+c, _ = s.accept()
+said = c.recv(64).decode().strip()
+print("host:", said)
+sys.exit(said != "done 0")' "$1" >/tmp/interop.log 2>&1 || rc=1
+	fi
+	rm -f "$NVMET/ports/1/subsystems/$NQN"
+	rmdir "$NVMET/ports/1" 2>/dev/null
+	[ -d "$sub" ] && echo 0 >"$sub/namespaces/1/enable"
+	rmdir "$sub/namespaces/1" "$sub" 2>/dev/null
+	[ -d "$NULLB" ] && echo 0 >"$NULLB/power" && rmdir "$NULLB"
+	modprobe -r nvmet_rdma nvmet null_blk || rc=1
+	return "$rc"
+}
+
+# nvmeof_host PORT: nvme connect -t rdma to the peer's target (retried while it comes up), fio
+# 4 KiB random and 1 MiB sequential writes for up to 10 s each, every 16th block a check of
+# what was written before (crc32c, offset, length; no block written twice); disconnect, unload,
+# and report "done RC" to the target on TCP PORT, whatever happened.
+nvmeof_host() {
+	local port=$1 rc=1 d dev="" bs depth rw job
+	: >/tmp/interop.log
+	if modprobe nvme_rdma; then
+		for _ in $(seq 90); do
+			nvme connect -t rdma -a "$peer" -s 4420 -n "$NQN" -l 5 -c 1 \
+				-q "nqn.2014-08.org.nvmexpress:uuid:$HOSTID" -I "$HOSTID" \
+				>>/tmp/interop.log 2>&1 && { rc=0; break; }
+			sleep 1
+		done
+	fi
+	for _ in $(seq 100); do
+		for d in /sys/block/nvme*; do
+			[ "$(cat "$d/device/subsysnqn" 2>/dev/null)" = "$NQN" ] && dev=/dev/${d##*/}
+		done
+		[ -b "$dev" ] && break
+		sleep 0.1
+	done
+	[ "$rc" -eq 0 ] && [ -b "$dev" ] || rc=1
+	if [ "$rc" -eq 0 ]; then
+		for job in "4k 16 randwrite" "1M 4 write"; do
+			read -r bs depth rw <<<"$job"
+			timeout 150 fio --name="nvmeof-$bs" --filename="$dev" --ioengine=libaio --direct=1 \
+				--rw="$rw" --bs="$bs" --iodepth="$depth" --runtime=10 --verify=crc32c \
+				--verify_backlog=16 --verify_fatal=1 --verify_state_save=0 \
+				--output-format=json >/tmp/interop.json 2>>/tmp/interop.log || rc=1
+			python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+w, r = j["write"], j["read"]
+print("#   %s: wrote %d MiB (%.0f IOPS), read back %d MiB, error %d" % (j["jobname"],
+      w["io_bytes"] >> 20, w["iops"], r["io_bytes"] >> 20, j["error"]))
+sys.exit(j["error"] != 0 or w["io_bytes"] == 0 or r["io_bytes"] == 0)' /tmp/interop.json || rc=1
+		done
+	fi
+	nvme disconnect -n "$NQN" >/dev/null 2>&1
+	modprobe -r nvme_rdma || rc=1
+	for _ in $(seq 30); do
+		{ echo "done $rc" >"/dev/tcp/$peer/$port"; } 2>/dev/null && break
+		sleep 1
+	done
+	return "$rc"
+}
+
 # run N TOOL ARGS...: this side's half of test N.
 run() {
 	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc g=$gid me=$self them=$peer ce=0 cnps=0
@@ -138,7 +230,10 @@ run() {
 		server=0
 		[ "$driver" = c-rxe ] && server=1
 	fi
-	if [ "$server" = 1 ]; then
+	if [ "$tool" = nvmeof ]; then
+		if [ "$server" = 1 ]; then nvmeof_target "$port"; else nvmeof_host "$port"; fi
+		rc=$?
+	elif [ "$server" = 1 ]; then
 		timeout 150 "${srv_args[@]}" >/tmp/interop.log 2>&1
 		rc=$?
 	elif [ "$tool" = mckey ]; then
