@@ -8,7 +8,8 @@
 # Environment: BENCH_REPS (3), BENCH_SIZES (64 .. 1 MiB, powers of 4), BENCH_MTUS ("1500 9000"),
 # BENCH_SECONDS (2, per bandwidth run), BENCH_QPS (QP counts of the 64 KiB write sweep,
 # "1 2 4 8 16 64"), BENCH_PROFILE (1: a perf profile of each driver, see profile()),
-# BENCH_INCAST (0: no incast table).
+# BENCH_INCAST (0: no incast table), BENCH_NVME (0: no NVMe-oF figures), BENCH_NVME_SECONDS (10,
+# per fio run).
 set -uo pipefail
 out=$1 c_rxe=$2 incast=${3:-}
 out_dir=$(dirname "$out")
@@ -250,6 +251,74 @@ for mtu in $mtus; do
 	done
 done
 teardown_net
+
+# nvmeof DRIVER REP: NVMe over Fabrics on one device of DRIVER, target and host in this guest
+# (as blktests runs it): nvmet exports a null_blk (no memory behind it: the transport is what is
+# measured) over rdma, nvme-rdma connects, fio reads 4 KiB at random (IOPS, 16 deep) and 1 MiB
+# in sequence (MB/s, 4 deep) for BENCH_NVME_SECONDS each.
+nvmeof() {
+	local drv=$1 rep=$2 nqn=nqn.2026-11.org.ferroce:bench cfg=/sys/kernel/config dev="" d job
+	local rw bs depth test size unit val sub
+	sub=$cfg/nvmet/subsystems/$nqn
+	if [ "$drv" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe; fi || return 1
+	ip link add nvb0 type veth peer name nvb1 && ip addr add 192.0.2.101/24 dev nvb0 &&
+		ip link set nvb0 up && ip link set nvb1 up && rdma link add rn0 type rxe netdev nvb0 &&
+		modprobe null_blk nr_devices=0 && modprobe nvmet_rdma && modprobe nvme_rdma &&
+		mkdir -p "$cfg/nullb/bench" && echo 1024 >"$cfg/nullb/bench/size" &&
+		echo 1 >"$cfg/nullb/bench/power" && mkdir -p "$sub/namespaces/1" &&
+		echo 1 >"$sub/attr_allow_any_host" && echo /dev/bench >"$sub/namespaces/1/device_path" &&
+		echo 1 >"$sub/namespaces/1/enable" && mkdir -p "$cfg/nvmet/ports/1" &&
+		echo rdma >"$cfg/nvmet/ports/1/addr_trtype" && echo ipv4 >"$cfg/nvmet/ports/1/addr_adrfam" &&
+		echo 192.0.2.101 >"$cfg/nvmet/ports/1/addr_traddr" &&
+		echo 4420 >"$cfg/nvmet/ports/1/addr_trsvcid" &&
+		ln -s "$sub" "$cfg/nvmet/ports/1/subsystems/$nqn" &&
+		nvme connect -t rdma -a 192.0.2.101 -s 4420 -n "$nqn" \
+			-q nqn.2014-08.org.nvmexpress:uuid:6f6a6c3e-6d1c-4d0a-9f4f-feffe0ce0003 \
+			-I 6f6a6c3e-6d1c-4d0a-9f4f-feffe0ce0003 >/dev/null
+	for _ in $(seq 100); do
+		for d in /sys/block/nvme*; do
+			[ "$(cat "$d/device/subsysnqn" 2>/dev/null)" = "$nqn" ] && dev=/dev/${d##*/}
+		done
+		[ -b "$dev" ] && break
+		sleep 0.1
+	done
+	for job in "randread 4k 16 nvmeof-randread 4096 kIOPS" "read 1M 4 nvmeof-read 1048576 MB/s"; do
+		read -r rw bs depth test size unit <<<"$job"
+		val=null
+		[ -b "$dev" ] && val=$(timeout 120 fio --name=bench --filename="$dev" --ioengine=libaio \
+			--direct=1 --rw="$rw" --bs="$bs" --iodepth="$depth" --time_based \
+			--runtime="${BENCH_NVME_SECONDS:-10}" --output-format=json 2>/dev/null |
+			python3 -c 'import json, sys
+r = json.load(sys.stdin)["jobs"][0]["read"]
+print(r["iops"] / 1000 if sys.argv[1] == "kIOPS" else r["bw_bytes"] / 1e6)' "$unit" 2>/dev/null)
+		if [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
+			emit "$drv" 1500 "$test" "$size" "$rep" "$val" "$unit"
+			echo "  $drv $test rep=$rep: $val $unit"
+		else
+			emit_failed "$drv" 1500 "$test" "$size" "$rep" "$unit" \
+				"$([ -b "$dev" ] && echo "fio measured nothing" || echo "no NVMe-oF device")"
+			echo "  $drv $test rep=$rep: FAILED"
+		fi
+	done
+	nvme disconnect -n "$nqn" >/dev/null 2>&1
+	rm -f "$cfg/nvmet/ports/1/subsystems/$nqn"
+	rmdir "$cfg/nvmet/ports/1" 2>/dev/null
+	[ -d "$sub" ] && echo 0 >"$sub/namespaces/1/enable"
+	rmdir "$sub/namespaces/1" "$sub" 2>/dev/null
+	[ -d "$cfg/nullb/bench" ] && echo 0 >"$cfg/nullb/bench/power" && rmdir "$cfg/nullb/bench"
+	rdma link del rn0 2>/dev/null
+	ip link del nvb0 2>/dev/null
+	modprobe -r nvme_rdma nvmet_rdma nvmet null_blk 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null || rmmod rdma_rxe 2>/dev/null
+}
+
+if [ "${BENCH_NVME:-1}" = 1 ]; then
+	echo "# bench: NVMe-oF (nvmet and nvme-rdma over one device)"
+	for rep in $(seq "$reps"); do
+		if [ $((rep % 2)) = 1 ]; then order="ferroce c-rxe"; else order="c-rxe ferroce"; fi
+		for drv in $order; do nvmeof "$drv" "$rep"; done
+	done
+fi
 
 # Incast through a bottleneck, DCQCN off and on (the kselftest's table; BENCH_INCAST=0 skips it).
 if [ -n "$incast" ] && [ "${BENCH_INCAST:-1}" = 1 ]; then

@@ -75,7 +75,10 @@ def qp_count(test):
 
 
 mtus = sorted({r["mtu"] for r in rows if "mtu" in r and r.get("test") not in (None, "memory")})
-tests = sorted({k[2] for k in runs if k[0] != "tcp" and qp_count(k[2]) is None})
+NVME = (("nvmeof-randread", 4096, "kIOPS", "fio 4 KiB random read, 16 deep"),
+        ("nvmeof-read", 1048576, "MB/s", "fio 1 MiB sequential read, 4 deep"))
+tests = sorted({k[2] for k in runs if k[0] != "tcp" and qp_count(k[2]) is None
+                and not k[2].startswith("nvmeof-")})
 sweep = sorted({qp_count(k[2]) for k in runs if qp_count(k[2]) is not None})
 lines = [f"# ferroce benchmark ({accel})\n",
          "Guest kernel: the make check config without lockdep, kmemleak and atomic-sleep checks "
@@ -111,6 +114,17 @@ for mtu in mtus:
             fk, ck = ("ferroce", mtu, f"ib_write_bw-q{q}", 65536), ("c-rxe", mtu, f"ib_write_bw-q{q}", 65536)
             ours, c = summary(fk), summary(ck)
             lines.append(f"| {q} | {fmt(ours, 'Gb/s', fk)} | {fmt(c, 'Gb/s', ck)} | {ratio(ours, c)} |")
+    lines.append("")
+
+if any(k[2].startswith("nvmeof-") for k in runs):
+    lines.append("\n## NVMe over Fabrics (nvmet and nvme-rdma over one device in the guest)\n")
+    lines.append("A null_blk with no memory behind it, so the transport is what is measured.\n")
+    lines.append("| fio | ferroce | C rxe | ferroce / C rxe |")
+    lines.append("| --- | --- | --- | ---: |")
+    for test, size, unit, what in NVME:
+        fk, ck = ("ferroce", 1500, test, size), ("c-rxe", 1500, test, size)
+        ours, c = summary(fk), summary(ck)
+        lines.append(f"| {what} | {fmt(ours, unit, fk)} | {fmt(c, unit, ck)} | {ratio(ours, c)} |")
     lines.append("")
 
 # The targets, side by side with what was measured.
