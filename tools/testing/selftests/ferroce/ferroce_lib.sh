@@ -108,6 +108,26 @@ counters_shown() {
 	done
 }
 
+# xfer_kbps LOG: kb/s of payload that ferroce_xfer's server (its output in LOG) received. From
+# "... N byte-exact (B bytes), L lost, X bad, S s, the last delivered at T s": the bytes
+# delivered over the time until the last one (a lost UC message keeps the receiver waiting
+# for stragglers after it, which is not the sender's time).
+xfer_kbps() {
+	awk '/byte-exact/ && $NF == "s" {b = $0; sub(/.*\(/, "", b); sub(/ bytes.*/, "", b)
+		printf "%.0f\n", b * 8 / $(NF - 1) / 1000}' "$1"
+}
+
+# rps_all NS DEV: DEV's received packets are steered by flow to any CPU (RPS), each flow to
+# one: in order, as a NIC's receive queue keeps them.
+rps_all() {
+	local n mask=""
+	# In groups of 32 CPUs, the highest first, comma-separated: as the kernel parses CPU masks.
+	for ((n = $(nproc --all); n > 0; n -= 32)); do
+		mask=$(printf '%x' $(((1 << (n > 32 ? 32 : n)) - 1)))${mask:+,$mask}
+	done
+	ip netns exec "$1" sh -c "echo $mask >/sys/class/net/$2/queues/rx-0/rps_cpus"
+}
+
 # retransmits: what fer0 and fer1 counted as sent again (timeouts and sequence NAKs).
 retransmits() {
 	local d n sum=0
@@ -125,7 +145,7 @@ no_timeout() {
 	local d n
 	for d in fer0 fer1; do
 		for n in completer_retry_err retry_exceeded_err; do
-			[ "$(counter "$d" "$n")" -eq 0 ] || { echo "# $d $n $(counter "$d" "$n")"; return 1; }
+			[ "$(counter "$d" "$n")" -eq 0 ] || { counters_shown fer0 fer1; return 1; }
 		done
 	done
 }
