@@ -62,12 +62,12 @@ unload_driver() {
 
 # gid_index NS DEV IP: the RoCE v2 GID index that carries IP.
 gid_index() {
-	local want f
+	local want i
 	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${3//./ })
-	for f in /sys/class/infiniband/"$2"/ports/1/gids/*; do
-		[ "$(ip netns exec "$1" cat "$f" 2>/dev/null)" = "$want" ] && { basename "$f"; return; }
-	done
-	echo 1
+	# One process for the whole table (1024 entries), inside NS (whose sysfs shows DEV).
+	i=$(ip netns exec "$1" sh -c 'grep -slx "$0" /sys/class/infiniband/"$1"/ports/1/gids/*' \
+		"$want" "$2" | sed 's|.*/||' | sort -n | head -n 1)
+	echo "${i:-1}"
 }
 
 # The TSC rate the kernel calibrated once at boot, for latency in cycles (see perftest()).

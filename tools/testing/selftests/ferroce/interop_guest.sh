@@ -19,6 +19,7 @@
 #   usage: interop_guest.sh DRIVER MAC SELF_IP PEER_IP FIRST_SERVER(c-rxe|ferroce) [C_RXE_KO]
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
+source "$(dirname "$0")/ferroce_lib.sh"
 export PATH=/usr/sbin:/sbin:$PATH
 
 driver=$1 mac=$2 self=$3 peer=$4 first=$5 c_rxe=${6:-}
@@ -86,13 +87,9 @@ echo "# $driver on $ifc ($self), peer $peer"
 
 gid="" gid6=""
 for _ in $(seq 100); do
-	for f in /sys/class/infiniband/r0/ports/1/gids/*; do
-		case "$(cat "$f")" in
-		"0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${self//./ })") gid=$(basename "$f") ;;
-		"$(printf 'fd72:0000:0000:0000:0000:0000:0000:%04x' "${self##*.}")") gid6=$(basename "$f") ;;
-		esac
-	done
-	[ -n "$gid" ] && [ -n "$gid6" ] && break
+	gid=$(gid_index r0 "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${self//./ })") &&
+		gid6=$(gid_index r0 "$(printf 'fd72:0000:0000:0000:0000:0000:0000:%04x' "${self##*.}")") &&
+		break
 	sleep 0.1
 done
 [ -n "$gid" ] || ktap_exit_fail_msg "no GID for $self"
