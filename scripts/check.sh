@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Every test: host cargo tests, the kernel build, then in one guest boot our KUnit suites, our
-# kselftests, the kernel's rxe selftests against ferroce and the C rxe, and a clean kernel log;
+# kselftests, the kernel's rxe selftests against ferroce, and a clean kernel log;
 # then two guests on one wire, one with the C rxe and one with ferroce. Every subtest is one
 # result line; scripts/check_summary.py judges them against scripts/expected-results (every
 # suite must have run whole, no failure, no skip that is not allowed) and prints

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the guest (scripts/check.sh boots it): our KUnit suites, our kselftests, the
-# kernel's rxe selftests against ferroce and the C rxe, and a clean kernel log. Appends one line
-# per subtest, "pass|fail|skip SUITE NAME", to RESULTS (see scripts/check_summary.py).
+# kernel's rxe selftests against ferroce, and a clean kernel log. Appends one line per subtest,
+# "pass|fail|skip SUITE NAME", to RESULTS (see scripts/check_summary.py).
+# FERROCE_SUITES names the suites to run: by default "kunit selftests.ferroce
+# selftests.rdma.ferroce"; make soak runs "selftests.rdma.c-rxe" (the kernel's rxe selftests
+# against the C rxe: whether they pass on this kernel at all, a reference for ours).
 #   usage: guest-check.sh RESULTS TREE BUILD
 set -uo pipefail
 results=$1 tree=$2 build=$3
@@ -101,8 +104,6 @@ for tool in rping ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ib_wri
 	ib_send_bw ib_write_lat ib_send_lat tc rdma ss ip ping; do
 	command -v "$tool" >/dev/null && "$tool" --help >/dev/null 2>&1
 done
-kunit
-
 export FERROCE_C_RXE=$c_rxe
 # A stand-in for a hardware RoCE device (ferroce_hw.sh).
 export FERROCE_ROCE_STANDIN=$build/roce-standin/roce_standin.ko
@@ -112,11 +113,15 @@ export FERROCE_KVERBS=$build/kverbs/ferroce_kverbs.ko
 # scripts/expected-results says which must have run.
 # wanted SUITE SCRIPT: whether this run includes SCRIPT (make check-quick: only the groups
 # scripts/expected-results marks quick).
+suites=" ${FERROCE_SUITES:-kunit selftests.ferroce selftests.rdma.ferroce} "
 wanted() {
+	[[ $suites == *" $1 "* ]] || return 1
 	[ -z "${FERROCE_QUICK:-}" ] ||
 		awk -v s="$1" -v g="$2" '$1 == s && $2 == g && $4 == "quick" {f = 1} END {exit !f}' \
 			"$here/expected-results"
 }
+wanted kunit ferroce_proto && kunit
+
 # ferroce_storage.sh runs last: its nvmet teardown may make lockdep report an upstream lock
 # order and stop checking (see the script and kernel-log-check.sh).
 LAST=ferroce_storage.sh

@@ -8,7 +8,9 @@
 #  - ferroce_hostile.sh and ferroce_link.sh once each in their long forms (FERROCE_LONG: a 60 s
 #    ring scribbler, a 30 s flood, 100 link create/delete cycles; make check runs them shorter);
 #  - the interop suite (C rxe and ferroce guests on one wire) INTEROP_REPEAT (default 10) times
-#    in a row.
+#    in a row;
+#  - the kernel's rxe selftests against the C rxe, in a guest of their own (make check runs them
+#    against ferroce): that they pass on this kernel at all.
 # Exits non-zero if any run failed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +46,11 @@ grep -E '^(pass|fail) ' "$run_dir/kernel-log" >>"$results" || echo "fail soak ke
 step "interop, ${INTEROP_REPEAT:-10} times"
 INTEROP_REPEAT=${INTEROP_REPEAT:-10} "$FERROCE_ROOT/scripts/interop.sh" "$results" \
 	>"$run_dir/interop.log" 2>&1 || true
+
+step "the kernel's rxe selftests against the C rxe"
+GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-14400} "$FERROCE_ROOT/scripts/guest.sh" \
+	"FERROCE_SUITES=selftests.rdma.c-rxe $FERROCE_ROOT/scripts/guest-check.sh $results $tree $build" \
+	>"$run_dir/c-rxe-selftests.log" 2>&1 || echo "fail soak c-rxe-selftests (the guest run failed)" >>"$results"
 
 step "counts"
 # One line per test name: how many of its runs passed.
