@@ -69,9 +69,21 @@ gone() {
 	return 1
 }
 
-# on_netdev NS DEV NETDEV: seen from namespace NS, DEV's port is on NETDEV.
+# link_is NS DEV NETDEV: seen from namespace NS (. for this one), DEV's port is on NETDEV.
+link_is() {
+	if [ "$1" = . ]; then
+		rdma link show "$2/1" 2>/dev/null | grep -qw "netdev $3"
+	else
+		ip netns exec "$1" rdma link show "$2/1" 2>/dev/null | grep -qw "netdev $3"
+	fi
+}
+
+# on_netdev NS DEV NETDEV: link_is within 20 s (sysfs shows a new device a moment before the
+# RDMA netlink does).
 on_netdev() {
-	ip netns exec "$1" rdma link show "$2/1" | grep -qw "netdev $3"
+	local i
+	for i in $(seq 100); do link_is "$@" && return 0; sleep 0.2; done
+	return 1
 }
 
 # namespaces: fa1 (in one namespace) and fa2 (in another) got rxe_fa1 and rxe_fa2.
@@ -87,7 +99,8 @@ skipped() {
 	[ "$(dmesg | tail -n +$((LOG0 + 1)) |
 		grep -c 'hwa: no device (auto_netdevs): its RoCE is served by hardware device roce_standin0')" -eq 1 ] &&
 		! [ -e /sys/class/infiniband/rxe_hwa ] && ! [ -e /sys/class/infiniband/rxe_lo ] &&
-		! [ -e /sys/class/infiniband/rxe_hwb.7 ] && [ "$(rdma link show | grep -c 'netdev hwb\b')" -eq 1 ]
+		! [ -e /sys/class/infiniband/rxe_hwb.7 ] && on_netdev . rxe_hwb hwb &&
+		[ "$(rdma link show | grep -c 'netdev hwb\b')" -eq 1 ]
 }
 
 # later: a veth created now (fa3 here, fa4 in a namespace) gets devices, and so does one
@@ -95,7 +108,7 @@ skipped() {
 later() {
 	ip link add fa3 type veth peer name fa4 netns "$NS1" && ip link add fa1 type veth peer name fz1 &&
 		has rxe_fa3 && has rxe_fa4 && has rxe_fa1_1 && on_netdev "$NS1" rxe_fa4 fa4 &&
-		rdma link show rxe_fa1_1/1 | grep -qw 'netdev fa1' && ! [ -e /sys/class/infiniband/rxe_fz1 ]
+		on_netdev . rxe_fa1_1 fa1 && ! [ -e /sys/class/infiniband/rxe_fz1 ]
 }
 
 # renamed: a netdev renamed to a matching name gets a device.
@@ -132,7 +145,7 @@ moved() {
 		ip link set fa6 netns "$NS1"
 		for i in $(seq 100); do
 			[ "$(rdma dev show rxe_fa6 2>/dev/null | cut -d: -f1)" != "$old" ] &&
-				on_netdev "$NS1" rxe_fa6 fa6 2>/dev/null &&
+				link_is "$NS1" rxe_fa6 fa6 &&
 				ip netns exec "$NS1" grep -qi ':12B7 ' /proc/net/udp && ok=0 && break
 			sleep 0.2
 		done
@@ -145,7 +158,7 @@ moved() {
 
 # handed_back: unloading the stand-in gives hwa a device.
 handed_back() {
-	rmmod roce_standin && has rxe_hwa && rdma link show rxe_hwa/1 | grep -qw 'netdev hwa'
+	rmmod roce_standin && has rxe_hwa && on_netdev . rxe_hwa hwa
 }
 
 # taken_again: the stand-in loaded again takes hwa's device away (defer).
