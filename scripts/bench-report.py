@@ -189,7 +189,7 @@ if incast:
         lines.append(f"| {r['dcqcn']} | {r['bottleneck']} | {r['drops']} | {r['marked']} | "
                      f"{r['resends']} | {r['goodput_mbps']:.2f} | "
                      f"{'n/a' if r['jain'] is None else format(r['jain'], '.3f')} | "
-                     f"{r.get('median_us', float('nan')):.0f} | {r['p99_us']:.0f} | "
+                     f"{format(r['median_us'], '.0f') if 'median_us' in r else 'n/a'} | {r['p99_us']:.0f} | "
                      f"{r['senders_mbps']} |")
 
 if micro:

@@ -14,8 +14,8 @@
 # and marks, go-back-N rounds (sequence NAKs and ACK timeouts), aggregate goodput, Jain's
 # fairness index over the senders (their bytes delivered within the first MARK seconds, a
 # window all share), and the probe's median and 99th percentile latency. Required with DCQCN on:
-# at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99 than off, a
-# probe median under RED's upper threshold; every byte checked by ferroce_xfer in both runs.
+# at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99 than off, a probe
+# median round trip under RED's upper threshold; every byte checked by ferroce_xfer in both runs.
 #
 # TCG is slow: the bottleneck is well below what the senders can send together, so the qdisc,
 # not the CPU, sets the pace; DCQCN is set for that fabric (see DCQCN below).
@@ -120,8 +120,8 @@ setup() {
 	ip netns exec "$R" rdma link add fr type rxe netdev dv || ktap_exit_fail_msg "rdma link add fr"
 	# Every hop keeps a flow in order, as a NIC's receive queue does: without RPS, veth queues a
 	# packet on the sending CPU's backlog, a QP whose packets leave from two CPUs is reordered,
-	# and each reordering costs a go-back-N round that bursts into the queue (the probe's p99
-	# then rose past a full queue's delay in about one run in ten).
+	# and each reordering costs a go-back-N round that bursts into the queue (54-159 rounds a
+	# run with DCQCN on without RPS, 20-66 with it).
 	rps_all "$R" dv && rps_all "$SW" ur || ktap_exit_fail_msg "cannot set RPS"
 	for k in 1 2 3 4; do
 		rps_all "$(host $k)" dv && rps_all "$SW" "u$k" || ktap_exit_fail_msg "cannot set RPS"
@@ -176,8 +176,8 @@ MBPS=${BOTTLENECK%mbit}
 # rp_time_reset (300 us x SCALE) may be 131071 us at most.
 [[ $MBPS =~ ^[0-9]+$ && $SCALE =~ ^[0-9]+$ ]] && [ "$MBPS" -ge 1 ] && [ "$SCALE" -ge 1 ] &&
 	[ "$SCALE" -le 436 ] || ktap_exit_fail_msg "INCAST_BOTTLENECK (Nmbit) or INCAST_SCALE (1-436)"
-[[ $MESSAGES_OFF =~ ^[0-9]+$ ]] && [ "$MESSAGES_OFF" -ge 1 ] ||
-	ktap_exit_fail_msg "INCAST_MESSAGES_OFF (or INCAST_MESSAGES / 3) must be 1 or more"
+[[ "$MESSAGES $MESSAGES_OFF" =~ ^[0-9]+\ [0-9]+$ ]] && [ "$MESSAGES" -ge 1 ] && [ "$MESSAGES_OFF" -ge 1 ] ||
+	ktap_exit_fail_msg "INCAST_MESSAGES and INCAST_MESSAGES_OFF (INCAST_MESSAGES / 3) must be 1 or more"
 DCQCN="rp_time_reset=$((300 * SCALE)) rp_dce_tcp_rtt=$((1 * SCALE))
 	rp_rate_reduce_monitor_period=$((4 * SCALE)) np_min_time_between_cnps=$((4 * SCALE))
 	rp_rate_to_set_on_first_cnp=$MBPS rp_max_rate=$((4 * MBPS)) rp_ai_rate=$(((MBPS + 9) / 10))
@@ -373,11 +373,11 @@ ktap_test_result "DCQCN on: the probe's p99 latency is lower than off (${FIG[on 
 	lower_p99
 # The queue DCQCN keeps: within RED's marking band, under its upper threshold (18000 bytes, where
 # every packet is marked). Its transients may fill it now and then (the drops above), so the
-# typical probe is judged, not the 99th percentile (which rose past a full queue's 48 ms in
-# about one run in five).
+# typical probe is judged, not the 99th percentile (which was over 48 ms in 3 of 9 runs).
+# perftest reports a WRITE's latency as half the round trip, and only the way there queues.
 RED_MAX_US=$((18000 * 8 / MBPS))
-short_queue() { awk -v a="${FIG[on median]}" -v q="$RED_MAX_US" 'BEGIN {exit !(a < q)}'; }
-ktap_test_result "DCQCN on: the probe's median latency is under RED's upper threshold (${FIG[on median]} vs $RED_MAX_US us)" \
+short_queue() { awk -v a="${FIG[on median]}" -v q="$RED_MAX_US" 'BEGIN {exit !(2 * a < q)}'; }
+ktap_test_result "DCQCN on: the probe's median round trip is under RED's upper threshold (2 x ${FIG[on median]} vs $RED_MAX_US us)" \
 	short_queue
 
 ktap_finished
