@@ -14,8 +14,9 @@
 # and marks, go-back-N rounds (sequence NAKs and ACK timeouts), aggregate goodput, Jain's
 # fairness index over the senders (their bytes delivered within the first MARK seconds, a
 # window all share), and the probe's median and 99th percentile latency. Required with DCQCN on:
-# at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99 than off, a probe
-# median round trip under RED's upper threshold; every byte checked by ferroce_xfer in both runs.
+# at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99 than off, a
+# probe median round trip under RED's upper threshold; every byte checked by ferroce_xfer in both
+# runs.
 #
 # TCG is slow: the bottleneck is well below what the senders can send together, so the qdisc,
 # not the CPU, sets the pace; DCQCN is set for that fabric (see DCQCN below).
@@ -210,7 +211,7 @@ probe() {
 		ip netns exec "$(host 4)" timeout 600 ib_write_lat -d fp -x "$G4" -s 8 -n "$PROBES" \
 			-F -p 18520 10.81.4.1 >"$LOG.lat_cli" 2>&1 || return 1
 		wait $! 2>/dev/null
-		if ! probe_p99 | grep -qE '^[0-9]+(\.[0-9]+)?$'; then
+		if ! probe_figure 8 | grep -qE '^[0-9]+(\.[0-9]+)?$'; then
 			echo "# probe try $try: perftest could not calibrate its clock: $(grep -m1 r^2 "$LOG.lat_cli")"
 		elif ! kill -0 "$@" 2>/dev/null; then
 			echo "# probe try $try: the senders were done before the probe"
@@ -222,13 +223,10 @@ probe() {
 	return 1
 }
 
-# probe_p99, probe_median: the probe's 99th percentile and typical (median) latency,
-# microseconds, as perftest printed them.
-probe_p99() {
-	awk '$1 == 8 && $2 ~ /^[0-9]+$/ {print $8; exit}' "$LOG.lat_cli"
-}
-probe_median() {
-	awk '$1 == 8 && $2 ~ /^[0-9]+$/ {print $5; exit}' "$LOG.lat_cli"
+# probe_figure COLUMN: a figure of the probe's result row, microseconds, as perftest printed it:
+# 5 the typical (median) latency, 8 the 99th percentile.
+probe_figure() {
+	awk -v c="$1" '$1 == 8 && $2 ~ /^[0-9]+$/ {print $c; exit}' "$LOG.lat_cli"
 }
 
 # incast ON MESSAGES: one run; fills RUN_* with its figures. Fails if a transfer fails
@@ -293,7 +291,7 @@ incast() {
 	RUN_GOODPUT=$(cat "$LOG".srv? | awk '/byte-exact/ && $NF == "s" {b = $0; sub(/.*\(/, "", b)
 		sub(/ bytes.*/, "", b); s += b; if ($(NF - 1) > t) t = $(NF - 1)}
 		END {if (t > 0) printf "%.3f\n", s * 8 / t / 1e6}')
-	RUN_P99=$(probe_p99) RUN_MEDIAN=$(probe_median)
+	RUN_P99=$(probe_figure 8) RUN_MEDIAN=$(probe_figure 5)
 	if [ "$rc" -ne 0 ] || [ "$(echo $RUN_RATES | wc -w)" -ne "$SENDERS" ] ||
 		! [[ "$RUN_P99 $RUN_MEDIAN" =~ ^[0-9]+(\.[0-9]+)?\ [0-9]+(\.[0-9]+)?$ ]] ||
 		[ -z "$RUN_GOODPUT" ] || ! [[ "$RUN_DROPS $RUN_MARKED" =~ ^[0-9]+\ [0-9]+$ ]]; then
