@@ -79,6 +79,20 @@ else
 	echo "# bench: no TSC rate in the kernel log; latency as perftest converts it"
 fi
 
+# cpu_ticks: "user kernel idle" clock ticks of all CPUs so far (/proc/stat; kernel = system,
+# irq and softirq: both drivers, the veth and UDP stack, perftest's system calls; idle takes in
+# iowait).
+cpu_ticks() {
+	awk '$1 == "cpu" {print $2 + $3, $4 + $7 + $8, $5 + $6; exit}' /proc/stat
+}
+
+# wire_bytes: bytes both veth ends sent so far, headers, ICRC and ACKs included (the drivers'
+# own byte counters differ: the C rxe counts whole packets, ferroce payload).
+wire_bytes() {
+	echo $(($(ip netns exec bn0 cat /sys/class/net/v0/statistics/tx_bytes) +
+		$(ip netns exec bn1 cat /sys/class/net/v1/statistics/tx_bytes)))
+}
+
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
 	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val rc
@@ -110,9 +124,15 @@ perftest() {
 		ip netns exec bn1 ss -Hltn sport = :"$port" | grep -q "$port" && break
 		sleep 0.1
 	done
+	# What the CPUs did during a 64 KiB bandwidth run, and the bytes both devices sent.
+	local cpu="" u0 k0 i0 u1 k1 i1 w0 w1
+	[[ -z ${NO_EMIT:-} && $tool == *_bw && $size == 65536 ]] && cpu=1
+	# The processes that read them run outside the CPU window.
+	[ -n "$cpu" ] && { w0=$(wire_bytes); read -r u0 k0 i0 < <(cpu_ticks); }
 	rc=0
 	res=$(ip netns exec bn0 timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits $ip1 2>&1) || rc=$?
+	[ -n "$cpu" ] && { read -r u1 k1 i1 < <(cpu_ticks); w1=$(wire_bytes); }
 	# A server whose client failed would wait for it until its timeout.
 	for _ in 1 2 3 4 5; do kill -0 "$srv" 2>/dev/null || break; sleep 1; done
 	kill "$srv" 2>/dev/null
@@ -127,6 +147,10 @@ perftest() {
 	if [ "$rc" -eq 0 ] && [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
 		emit "$drv" "$mtu" "$name" "$size" "$rep" "$val" "$unit"
 		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: $val $unit"
+		[ -n "$cpu" ] &&
+			printf '{"driver":"%s","mtu":%s,"test":"cpu-%s","size":%s,"rep":%s,"user":%s,"kernel":%s,"idle":%s,"hz":%s,"cpus":%s,"bytes":%s}\n' \
+				"$drv" "$mtu" "$name" "$size" "$rep" $((u1 - u0)) $((k1 - k0)) $((i1 - i0)) \
+				"$(getconf CLK_TCK)" "$(nproc)" $((w1 - w0)) >>"$out"
 	else
 		local why
 		why=$(echo "$res" | grep -iE "error|fail|couldn|unable|timeout|exceeded|correlation" | tail -n 1 | tr -d '"\\' | cut -c1-120)
@@ -172,20 +196,24 @@ counters() {
 }
 
 # profile DRIVER MTU TOOL SIZE: one run of TOOL under `perf record` (software clock, all CPUs);
-# its samples per packet and per byte both devices sent, and the top symbols, go to the report.
+# its samples per packet both devices sent and per byte both veth ends sent, and the top symbols,
+# go to the report.
 profile() {
 	local drv=$1 mtu=$2 tool=$3 size=$4 c0 c1 pdata="$out_dir/perf-$1-$3-$4.data"
 	command -v perf >/dev/null || { echo "  profile: no perf"; return; }
-	read -r p0 b0 < <(counters r0)
-	read -r q0 d0 < <(counters r1)
+	read -r p0 _ < <(counters r0)
+	read -r q0 _ < <(counters r1)
+	local w0 w1
+	w0=$(wire_bytes)
 	perf record -a -e cpu-clock -F 999 -o "$pdata" -- sleep $((secs + 6)) >/dev/null 2>&1 &
 	local perfpid=$!
 	sleep 1
 	NO_EMIT=1 perftest "$drv" "$mtu" "$tool" "$size" 0 >/dev/null
 	wait "$perfpid" 2>/dev/null
-	read -r p1 b1 < <(counters r0)
-	read -r q1 d1 < <(counters r1)
-	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((b1 - b0 + d1 - d0)) samples top
+	read -r p1 _ < <(counters r0)
+	read -r q1 _ < <(counters r1)
+	w1=$(wire_bytes)
+	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((w1 - w0)) samples top
 	samples=$(perf report -i "$pdata" --stdio --sort sym 2>/dev/null | sed -n 's/^# Samples: \([0-9]*\).*/\1/p' | head -n1)
 	top=$(perf report -i "$pdata" --stdio --no-children --sort sym --percent-limit 2 2>/dev/null |
 		grep -E '^ +[0-9.]+%' | head -n 15 | awk '{pct=$1; $1=""; $2=""; gsub(/^ +/, ""); printf "%s%s=%s", sep, $0, pct; sep=";"}' |

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Turn bench-guest.sh's raw JSON lines into a Markdown report (medians, spread, ratios, runs
-that failed and why, bandwidth against QP count, kernel memory per QP and MR, profiles), a JSON
-file with every raw figure, and a PNG of bandwidth against message size and QP count.
+that failed and why, bandwidth against QP count, CPU per byte, kernel memory per QP and MR,
+profiles), a JSON file with every raw figure, and a PNG of bandwidth against message size and QP
+count.
 
 A failed or empty measurement is never a zero: it is left out of the medians and counted, so
 every figure says how many of its runs succeeded ("n=2/3")."""
@@ -29,6 +30,7 @@ unavailable = set()
 memory = {}
 profiles = []
 incast = []
+cpu = defaultdict(list)
 for r in rows:
     test = r.get("test")
     if test == "unavailable":
@@ -37,6 +39,9 @@ for r in rows:
         memory[r["driver"]] = r.get("result") or {"failed": r.get("failed")}
     elif test.startswith("profile-"):
         profiles.append(r)
+    elif test.startswith("cpu-"):
+        if r.get("bytes"):
+            cpu[(r["driver"], r["mtu"], test[4:], r["size"])].append(r)
     elif test == "incast":
         incast.append(r)
     else:
@@ -127,10 +132,47 @@ if any(k[2].startswith("nvmeof-") for k in runs):
         lines.append(f"| {what} | {fmt(ours, unit, fk)} | {fmt(c, unit, ck)} | {ratio(ours, c)} |")
     lines.append("")
 
+
+def cpu_use(key):
+    """Median CPUs busy, kernel and user CPU ns per byte sent, and runs, over a run's reps."""
+    rs = cpu.get(key)
+    if not rs:
+        return None
+    busy = [(r["user"] + r["kernel"]) * r["cpus"] / max(1, r["user"] + r["kernel"] + r["idle"])
+            for r in rs]
+    kern = [r["kernel"] * 1e9 / r["hz"] / r["bytes"] for r in rs]
+    user = [r["user"] * 1e9 / r["hz"] / r["bytes"] for r in rs]
+    return statistics.median(busy), statistics.median(kern), statistics.median(user), len(rs), rs[0]["cpus"]
+
+
+if cpu:
+    lines.append("\n## CPU during the 64 KiB bandwidth runs (/proc/stat over each client run)\n")
+    lines.append("Kernel is all system, irq and softirq time: the driver, the veth and UDP stack, "
+                 "perftest's system calls and set-up (the window includes its connection and "
+                 "memory registration). User is mostly perftest polling its CQ, so it follows "
+                 "1/bandwidth. Per byte counts what both veth ends sent, headers and ACKs "
+                 "included. Medians over the repetitions.\n")
+    lines.append("| test | MTU | driver | CPUs busy | kernel ns/byte | user ns/byte | runs |")
+    lines.append("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    for key in sorted(cpu, key=lambda k: (k[2], k[1], k[0])):
+        busy, kern, user, n, ncpu = cpu_use(key)
+        lines.append(f"| {key[2]} | {key[1]} | {key[0]} | {busy:.2f} of {ncpu} | {kern:.1f} | "
+                     f"{user:.1f} | {n} |")
+
+
+def in_the_way(mtu, t, size):
+    """The CPU figures of a missed bandwidth target's runs, ferroce against the C rxe."""
+    ours, c = cpu_use(("ferroce", mtu, t, size)), cpu_use(("c-rxe", mtu, t, size))
+    if ours is None or c is None or c[1] == 0:
+        return ""
+    return (f"kernel CPU per byte {ours[1] / c[1]:.2f}x the C rxe's; CPUs busy "
+            f"{ours[0]:.2f} (ferroce) vs {c[0]:.2f} (C rxe)")
+
+
 # The issue's targets, side by side with what was measured.
 lines.append("\n## Targets (reported, not enforced)\n")
-lines.append("| target | MTU | ferroce / C rxe | met |")
-lines.append("| --- | ---: | ---: | --- |")
+lines.append("| target | MTU | ferroce / C rxe | met | CPU in these runs (see the CPU table) |")
+lines.append("| --- | ---: | ---: | --- | --- |")
 for mtu in mtus:
     for t, size, goal, cmp in (("ib_write_bw", 65536, 2.0, ">="), ("ib_read_bw", 65536, 2.0, ">="),
                                ("ib_send_bw", 65536, 2.0, ">="), ("ib_write_bw-q8", 65536, 2.0, ">="),
@@ -138,7 +180,8 @@ for mtu in mtus:
         ours, c = summary(("ferroce", mtu, t, size)), summary(("c-rxe", mtu, t, size))
         r = ratio(ours, c)
         met = "n/a" if r == "n/a" else ("yes" if (float(r) >= goal if cmp == ">=" else float(r) <= goal) else "no")
-        lines.append(f"| {t} {size} B ({cmp} {goal}) | {mtu} | {r} | {met} |")
+        why = in_the_way(mtu, t, size) if met == "no" else ""
+        lines.append(f"| {t} {size} B ({cmp} {goal}) | {mtu} | {r} | {met} | {why} |")
 
 if failures:
     lines.append("\n## Runs that failed (left out of the medians)\n")
@@ -162,7 +205,8 @@ if memory:
 
 if profiles:
     lines.append("\n## Profiles (perf, software clock at 999 Hz, both CPUs; one run each)\n")
-    lines.append("CPU time per packet and per byte counts both devices' packets and bytes sent.\n")
+    lines.append("CPU time per packet counts both devices' packets sent, per byte what both veth "
+                 "ends sent.\n")
     lines.append("| driver | run | CPU ms | us/packet | ns/byte | top symbols (% of samples) |")
     lines.append("| --- | --- | ---: | ---: | ---: | --- |")
     for p in profiles:

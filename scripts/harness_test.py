@@ -10,6 +10,7 @@ not unload, a skipped unittest case, an unchecked kernel log) and asserts the ve
 failure; the cases that must pass are here too, so a checker that always fails is caught.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -222,6 +223,33 @@ class BenchFigures(unittest.TestCase):
         self.assertEqual(perftest_figure(out.replace("52000.00", "inf"), "ib_write_lat", 8,
                                          mhz="2600.0"), "")
 
+
+    def test_cpu_per_byte_names_the_cost_of_a_missed_target(self):
+        def row(drv, test, value=None, **cpu):
+            r = {"driver": drv, "mtu": 1500, "test": test, "size": 65536, "rep": 1}
+            r.update({"value": value, "unit": "Gb/s"} if value is not None else
+                     dict(hz=100, cpus=2, **cpu))
+            return json.dumps(r)
+        raw = [row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.3),
+               row("ferroce", "cpu-ib_write_bw", user=10, kernel=90, idle=100, bytes=10**8),
+               row("c-rxe", "cpu-ib_write_bw", user=90, kernel=100, idle=10, bytes=10**8),
+               # A run whose counters moved nothing gives no figure (no division by zero).
+               row("c-rxe", "cpu-ib_read_bw", user=1, kernel=1, idle=1, bytes=0)]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "raw.jsonl"), "w") as f:
+                f.write("\n".join(raw) + "\n")
+            # Exit 1 says only that it drew no plot (no matplotlib): the tables come first.
+            r = subprocess.run([sys.executable, os.path.join(HERE, "bench-report.py"),
+                                os.path.join(d, "raw.jsonl"), d, "TCG"], capture_output=True,
+                               text=True)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            with open(os.path.join(d, "bench.md")) as f:
+                md = f.read()
+        self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 1 |", md)
+        self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 1 |", md)
+        self.assertIn("| 1.00 | no | kernel CPU per byte 0.90x the C rxe's; CPUs busy 1.00 (ferroce) "
+                      "vs 1.90 (C rxe) |", md)
+        self.assertNotIn("| ib_read_bw | 1500 | c-rxe |", md)
 
 
 NVMET_REPORT = """[  158.922251] WARNING: possible circular locking dependency detected
