@@ -199,7 +199,8 @@ counters() {
 # its samples per packet both devices sent and per byte both veth ends sent, and the top symbols,
 # go to the report.
 profile() {
-	local drv=$1 mtu=$2 tool=$3 size=$4 c0 c1 pdata="$out_dir/perf-$1-$3-$4.data"
+	# perf's data in the guest's own /tmp: written to the 9p share, it held no samples.
+	local drv=$1 mtu=$2 tool=$3 size=$4 c0 c1 pdata="/tmp/perf-$1-$3-$4.data"
 	command -v perf >/dev/null || { echo "  profile: no perf"; return; }
 	read -r p0 _ < <(counters r0)
 	read -r q0 _ < <(counters r1)
@@ -213,11 +214,14 @@ profile() {
 	read -r p1 _ < <(counters r0)
 	read -r q1 _ < <(counters r1)
 	w1=$(wire_bytes)
-	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((w1 - w0)) samples top
-	samples=$(perf report -i "$pdata" --stdio --sort sym 2>/dev/null | sed -n 's/^# Samples: \([0-9]*\).*/\1/p' | head -n1)
-	top=$(perf report -i "$pdata" --stdio --no-children --sort sym --percent-limit 2 2>/dev/null |
-		grep -E '^ +[0-9.]+%' | head -n 15 | awk '{pct=$1; $1=""; $2=""; gsub(/^ +/, ""); printf "%s%s=%s", sep, $0, pct; sep=";"}' |
-		tr -d '"\\')
+	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((w1 - w0)) samples top syms
+	# Samples per symbol ("pct count [k] symbol"), busiest first; the idle loop's are not CPU
+	# time spent (the header's count, "10K", was also rounded), and shares are of the rest.
+	syms=$(perf report -i "$pdata" --stdio --no-children -n --sort sym -q 2>/dev/null |
+		awk '$2 ~ /^[0-9]+$/ && $4 !~ /safe_halt|default_idle|mwait|poll_idle|cpu_idle/')
+	samples=$(echo "$syms" | awk '{s += $2} END {print s + 0}')
+	top=$(echo "$syms" | awk -v all="$samples" 'all > 0 && $2 * 50 >= all {sym = $4; for (i = 5; i <= NF; i++) sym = sym " " $i;
+		printf "%s%s=%.1f%%", sep, sym, 100 * $2 / all; sep = ";"; if (++n == 15) exit}' | tr -d '"\\')
 	printf '{"driver":"%s","mtu":%s,"test":"profile-%s","size":%s,"samples":%s,"hz":999,"pkts":%s,"bytes":%s,"top":"%s"}\n' \
 		"$drv" "$mtu" "$tool" "$size" "${samples:-0}" "$pkts" "$bytes" "$top" >>"$out"
 	echo "  $drv profile $tool $size: ${samples:-0} samples, $pkts packets, $bytes bytes"

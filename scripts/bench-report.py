@@ -205,9 +205,9 @@ if memory:
 
 if profiles:
     lines.append("\n## Profiles (perf, software clock at 999 Hz, both CPUs; one run each)\n")
-    lines.append("CPU time per packet counts both devices' packets sent, per byte what both veth "
-                 "ends sent.\n")
-    lines.append("| driver | run | CPU ms | us/packet | ns/byte | top symbols (% of samples) |")
+    lines.append("CPU time leaves out the idle loop. Per packet counts both devices' packets "
+                 "sent, per byte what both veth ends sent.\n")
+    lines.append("| driver | run | CPU ms | us/packet | ns/byte | top symbols (% of CPU time) |")
     lines.append("| --- | --- | ---: | ---: | ---: | --- |")
     for p in profiles:
         ms = p["samples"] * 1000.0 / p["hz"]
