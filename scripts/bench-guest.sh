@@ -215,10 +215,11 @@ profile() {
 	read -r q1 _ < <(counters r1)
 	w1=$(wire_bytes)
 	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((w1 - w0)) samples top syms
-	# Samples per symbol ("pct count [k] symbol"), busiest first; the idle loop's are not CPU
-	# time spent (the header's count, "10K", was also rounded), and shares are of the rest.
+	# Samples per symbol ("pct count [k] symbol"), busiest first; those in the idle loop's halt
+	# or poll are not CPU time spent (the header's count, "10K", was also rounded), and shares
+	# are of the rest.
 	syms=$(perf report -i "$pdata" --stdio --no-children -n --sort sym -q 2>/dev/null |
-		awk '$2 ~ /^[0-9]+$/ && $4 !~ /safe_halt|default_idle|mwait|poll_idle|cpu_idle/')
+		awk '$2 ~ /^[0-9]+$/ && !($3 == "[k]" && $4 ~ /^(pv_)?native_safe_halt$|^acpi_safe_halt$|^default_idle(_call)?$|^acpi_idle_do_entry$|^intel_idle|^mwait_idle|^poll_idle$|^cpu_idle_poll$|^arch_cpu_idle$/)')
 	samples=$(echo "$syms" | awk '{s += $2} END {print s + 0}')
 	top=$(echo "$syms" | awk -v all="$samples" 'all > 0 && $2 * 50 >= all {sym = $4; for (i = 5; i <= NF; i++) sym = sym " " $i;
 		printf "%s%s=%.1f%%", sep, sym, 100 * $2 / all; sep = ";"; if (++n == 15) exit}' | tr -d '"\\')

@@ -205,15 +205,17 @@ if memory:
 
 if profiles:
     lines.append("\n## Profiles (perf, software clock at 999 Hz, both CPUs; one run each)\n")
-    lines.append("CPU time leaves out the idle loop. Per packet counts both devices' packets "
-                 "sent, per byte what both veth ends sent.\n")
+    lines.append("CPU time leaves out samples in the idle loop's halt and poll; idle entry and "
+                 "exit, and perf's own timer wakeups, remain. Per packet counts both devices' "
+                 "packets sent, per byte what both veth ends sent.\n")
     lines.append("| driver | run | CPU ms | us/packet | ns/byte | top symbols (% of CPU time) |")
     lines.append("| --- | --- | ---: | ---: | ---: | --- |")
     for p in profiles:
         ms = p["samples"] * 1000.0 / p["hz"]
         per_pkt = ms * 1000.0 / p["pkts"] if p["pkts"] else float("nan")
         per_byte = ms * 1e6 / p["bytes"] if p["bytes"] else float("nan")
-        top = ", ".join(t.replace("=", " ") for t in p["top"].split(";")[:8] if t)
+        top = ", ".join(f"{sym} {pct}".replace("|", "\\|")
+                        for sym, _, pct in (t.rpartition("=") for t in p["top"].split(";")[:8] if t))
         lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | {ms:.0f} | {per_pkt:.1f} | "
                      f"{per_byte:.2f} | {top} |")
 
