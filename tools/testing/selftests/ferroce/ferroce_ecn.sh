@@ -186,9 +186,12 @@ ktap_test_result "no retry ran out" no_retry_ran_out
 # between packets here) and the target rising by only 1 Mb/s per 300 us timer step, each CNP
 # halves the rate and fast recovery wins back all but 1/2^(n+1) of it in the n timer steps
 # before the next: the rate settles where R / 2^(n+1) = n x 1 Mb/s, with n = 300 us per packet
-# time, about 15 Mb/s for MTU 1024, well under what the requester sends unhindered (30 to 40
-# Mb/s on make check's debug kernel under TCG, 300 on make bench's). Asserted: under 60% of
-# the unmarked rate. The additive increase is set at run time, on both devices.
+# time, about 15 Mb/s for MTU 1024, well under what the requester sends unhindered (25 to 40
+# Mb/s on make check's debug kernel under TCG, 300 on make bench's). Asserted: at most 20 Mb/s
+# (the settled rate with room for perftest's 1.4 Mb/s steps and its +-9% from run to run;
+# measured 9.8-16.8 in make check runs) and under 80% of the unmarked rate. A fixed fraction of
+# the unmarked rate alone failed when the guest was slow: 16.8 against 60% of 28.0. The
+# additive increase is set at run time, on both devices.
 setup
 echo 1 >"$(cc_file fer0 cc_params/rp_ai_rate)" && echo 1 >"$(cc_file fer1 cc_params/rp_ai_rate)" ||
 	ktap_exit_fail_msg "cannot set rp_ai_rate"
@@ -198,7 +201,8 @@ slowed() {
 	local r
 	r=$(rate)
 	echo "# marked: $r Gb/s, unmarked: $plain Gb/s"
-	[ -n "$r" ] && [ -n "$plain" ] && awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r > 0 && r < p * 0.6)}'
+	[ -n "$r" ] && [ -n "$plain" ] &&
+		awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r > 0 && r <= 0.020 && r < p * 0.8)}'
 }
 mark
 ktap_test_result "the requester's rate falls under CNPs (fq keeps the departure times)" slowed
