@@ -243,6 +243,10 @@ iperf() { # MTU STREAMS REP
 }
 
 echo "# bench: guest kernel $(uname -r), $(nproc) CPUs, reps=$reps, ${secs}s per bandwidth run"
+# The kernel's log as it is written, line by line: a guest that dies mid-run leaves its reason.
+stdbuf -oL dmesg -w >"$out_dir/guest-dmesg.log" 2>&1 &
+dmesg_pid=$!
+trap 'kill $dmesg_pid 2>/dev/null' EXIT
 for mtu in $mtus; do
 	teardown_net
 	setup_net "$mtu" || { echo "network setup failed"; exit 1; }
