@@ -190,9 +190,10 @@ memory() {
 	fi
 }
 
-# counters DEV: "sent_pkts sent_bytes" of DEV (both drivers count them).
-counters() {
-	rdma statistic show link "$1"/1 | awk '{for (i = 1; i < NF; i++) {if ($i == "sent_pkts") p = $(i + 1); if ($i == "sent_bytes") b = $(i + 1)}} END {print p + 0, b + 0}'
+# sent_pkts: packets both devices sent so far (both drivers count them).
+sent_pkts() {
+	{ rdma statistic show link r0/1; rdma statistic show link r1/1; } |
+		awk '{for (i = 1; i < NF; i++) if ($i == "sent_pkts") s += $(i + 1)} END {print s + 0}'
 }
 
 # profile DRIVER MTU TOOL SIZE: one run of TOOL under `perf record` (software clock, all CPUs);
@@ -200,21 +201,19 @@ counters() {
 # go to the report.
 profile() {
 	# perf's data in the guest's own /tmp: written to the 9p share, it held no samples.
-	local drv=$1 mtu=$2 tool=$3 size=$4 c0 c1 pdata="/tmp/perf-$1-$3-$4.data"
+	local drv=$1 mtu=$2 tool=$3 size=$4 pdata="/tmp/perf-$1-$3-$4.data"
 	command -v perf >/dev/null || { echo "  profile: no perf"; return; }
-	read -r p0 _ < <(counters r0)
-	read -r q0 _ < <(counters r1)
-	local w0 w1
+	local p0 p1 w0 w1
+	p0=$(sent_pkts)
 	w0=$(wire_bytes)
 	perf record -a -e cpu-clock -F 999 -o "$pdata" -- sleep $((secs + 6)) >/dev/null 2>&1 &
 	local perfpid=$!
 	sleep 1
 	NO_EMIT=1 perftest "$drv" "$mtu" "$tool" "$size" 0 >/dev/null
 	wait "$perfpid" 2>/dev/null
-	read -r p1 _ < <(counters r0)
-	read -r q1 _ < <(counters r1)
+	p1=$(sent_pkts)
 	w1=$(wire_bytes)
-	local pkts=$((p1 - p0 + q1 - q0)) bytes=$((w1 - w0)) samples top syms
+	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms
 	# Samples per symbol ("pct count [k] symbol"), busiest first; those in the idle loop's halt
 	# or poll are not CPU time spent (the header's count, "10K", was also rounded), and shares
 	# are of the rest.
