@@ -8,6 +8,7 @@
 # Environment: BENCH_REPS (3), BENCH_SIZES (64 .. 1 MiB, powers of 4), BENCH_MTUS ("1500 9000"),
 # BENCH_SECONDS (2, per bandwidth run), BENCH_QPS (QP counts of the 64 KiB write sweep,
 # "1 2 4 8 16 64"), BENCH_PROFILE (1: a perf profile of each driver, see profile()),
+# BENCH_HOSTS (0: no runs with each netns on a CPU of its own, see split_hosts()),
 # BENCH_INCAST (0: no incast table), BENCH_NVME (0: no NVMe-oF figures), BENCH_NVME_SECONDS (10,
 # per fio run).
 set -uo pipefail
@@ -93,10 +94,27 @@ wire_bytes() {
 		$(ip netns exec bn1 cat /sys/class/net/v1/statistics/tx_bytes)))
 }
 
+# split_hosts 1|0: with 1, each netns is a host with a CPU of its own, as two machines would be:
+# bn0 (the client) CPU 0, bn1 (the server) CPU 1. perftest's processes are pinned there and what
+# each veth end receives is steered there (RPS), as a NIC's receive queue is serviced apart from
+# the sender. Without it veth receives on the sending CPU, inside its transmit. The drivers'
+# workqueues stay free to run on either CPU.
+split_hosts() {
+	local m0=0 m1=0 set='for q in /sys/class/net/$1/queues/rx-*/rps_cpus; do echo $0 >"$q" || exit 1; done'
+	[ "$1" = 1 ] && m0=1 m1=2
+	hosts=0
+	ip netns exec bn0 sh -c "$set" "$m0" v0 && ip netns exec bn1 sh -c "$set" "$m1" v1 || return 1
+	hosts=$1
+}
+hosts=0
+
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
 	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val rc
 	shift 5
+	# Each side on its own CPU (split_hosts); its figures are reported apart ("-hosts").
+	local on0=() on1=() suffix=""
+	[ "$hosts" = 1 ] && on0=(taskset -c 0) on1=(taskset -c 1) suffix=-hosts
 	# Duration mode measures between margins (-f) at both ends: perftest's default margin of
 	# 2 s left a 2 s run nothing to measure, which it printed as 0 Gb/s.
 	local mode=(-D $((secs + 2)) -f 1)
@@ -116,7 +134,7 @@ perftest() {
 	# run in twelve under TCG) and then prints "inf" and exits 0.
 	[[ $tool == *_lat ]] && mode=(-n 1000 ${tsc_mhz:+-C})
 	g0=$(gid_index bn0 r0 $ip0) g1=$(gid_index bn1 r1 $ip1)
-	ip netns exec bn1 timeout 90 "$tool" -d r1 -x "$g1" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
+	ip netns exec bn1 "${on1[@]}" timeout 90 "$tool" -d r1 -x "$g1" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits >/dev/null 2>&1 &
 	local srv=$!
 	# The client connects once: wait for the server's port.
@@ -130,7 +148,7 @@ perftest() {
 	# The processes that read them run outside the CPU window.
 	[ -n "$cpu" ] && { w0=$(wire_bytes); read -r u0 k0 i0 < <(cpu_ticks); }
 	rc=0
-	res=$(ip netns exec bn0 timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
+	res=$(ip netns exec bn0 "${on0[@]}" timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits $ip1 2>&1) || rc=$?
 	[ -n "$cpu" ] && { read -r u1 k1 i1 < <(cpu_ticks); w1=$(wire_bytes); }
 	# A server whose client failed would wait for it until its timeout.
@@ -142,11 +160,11 @@ perftest() {
 	[[ $tool == *_lat ]] && unit=us
 	[[ $tool == ib_atomic_bw ]] && unit=Mop/s
 	local name
-	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')"
+	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')$suffix"
 	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
 	if [ "$rc" -eq 0 ] && [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
 		emit "$drv" "$mtu" "$name" "$size" "$rep" "$val" "$unit"
-		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: $val $unit"
+		echo "  $drv mtu=$mtu $tool $*$suffix size=$size rep=$rep: $val $unit"
 		[ -n "$cpu" ] &&
 			printf '{"driver":"%s","mtu":%s,"test":"cpu-%s","size":%s,"rep":%s,"user":%s,"kernel":%s,"idle":%s,"hz":%s,"cpus":%s,"bytes":%s}\n' \
 				"$drv" "$mtu" "$name" "$size" "$rep" $((u1 - u0)) $((k1 - k0)) $((i1 - i0)) \
@@ -271,6 +289,17 @@ for mtu in $mtus; do
 			for tool in ib_write_lat ib_send_lat; do
 				for size in 8 4096; do perftest "$drv" "$mtu" "$tool" "$size" "$rep"; done
 			done
+			# 64 KiB bandwidth again with each netns a host of one CPU (BENCH_HOSTS=0: not).
+			if [ "${BENCH_HOSTS:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
+				if split_hosts 1; then
+					for tool in ib_write_bw ib_read_bw ib_send_bw; do
+						perftest "$drv" "$mtu" "$tool" 65536 "$rep"
+					done
+				else
+					echo "  $drv mtu=$mtu rep=$rep: could not give each netns a CPU (RPS)"
+				fi
+				split_hosts 0
+			fi
 			if [ "$rep" = 1 ] && [ "$mtu" = "${mtus%% *}" ]; then
 				memory "$drv"
 				if [ "${BENCH_PROFILE:-0}" = 1 ]; then

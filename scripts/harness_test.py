@@ -190,6 +190,20 @@ def perftest_figure(output, tool, size, secs=2, mhz=""):
 BW_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n")
 
 
+def report(raw):
+    """bench-report.py's Markdown for the raw JSON lines RAW."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "raw.jsonl"), "w") as f:
+            f.write("\n".join(raw) + "\n")
+        # Exit 1 says only that it drew no plot (no matplotlib): the tables come first.
+        r = subprocess.run([sys.executable, os.path.join(HERE, "bench-report.py"),
+                            os.path.join(d, "raw.jsonl"), d, "TCG"], capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            raise AssertionError(r.stderr)
+        with open(os.path.join(d, "bench.md")) as f:
+            return f.read()
+
+
 class BenchFigures(unittest.TestCase):
     """Item 9: make bench's figures come from what a run moved, and a run that moved nothing
     gives none (never a zero that would enter the medians)."""
@@ -235,21 +249,29 @@ class BenchFigures(unittest.TestCase):
                row("c-rxe", "cpu-ib_write_bw", user=90, kernel=100, idle=10, bytes=10**8),
                # A run whose counters moved nothing gives no figure (no division by zero).
                row("c-rxe", "cpu-ib_read_bw", user=1, kernel=1, idle=1, bytes=0)]
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "raw.jsonl"), "w") as f:
-                f.write("\n".join(raw) + "\n")
-            # Exit 1 says only that it drew no plot (no matplotlib): the tables come first.
-            r = subprocess.run([sys.executable, os.path.join(HERE, "bench-report.py"),
-                                os.path.join(d, "raw.jsonl"), d, "TCG"], capture_output=True,
-                               text=True)
-            self.assertIn(r.returncode, (0, 1), r.stderr)
-            with open(os.path.join(d, "bench.md")) as f:
-                md = f.read()
+        md = report(raw)
         self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 1 |", md)
         self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 1 |", md)
-        self.assertIn("| 1.00 | no | kernel CPU per byte 0.90x the C rxe's; CPUs busy 1.00 (ferroce) "
+        self.assertIn("| 1.00 | no |  | kernel CPU per byte 0.90x the C rxe's; CPUs busy 1.00 (ferroce) "
                       "vs 1.90 (C rxe) |", md)
         self.assertNotIn("| ib_read_bw | 1500 | c-rxe |", md)
+
+    def test_runs_with_a_cpu_per_host_are_reported_apart_from_the_targets(self):
+        def row(drv, test, value):
+            return json.dumps({"driver": drv, "mtu": 1500, "test": test, "size": 65536, "rep": 1,
+                               "value": value, "unit": "Gb/s"})
+        raw = [row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.2),
+               row("ferroce", "ib_write_bw-hosts", 0.6), row("c-rxe", "ib_write_bw-hosts", 0.25)]
+        md = report(raw)
+        # The headline compares the shared-CPU runs only; the split runs have their own table
+        # and column, each against its own driver's shared run too.
+        self.assertIn("| ib_write_bw | 65536 | 0.3 Gb/s (0.3-0.3, n=1/1) | 0.2 Gb/s (0.2-0.2, n=1/1) "
+                      "| 1.50 |", md)
+        self.assertIn("| ib_write_bw 65536 B (>= 2.0) | 1500 | 1.50 | no | 2.40 |", md)
+        self.assertIn("| ib_write_bw | 0.6 Gb/s (0.6-0.6, n=1/1) | 0.25 Gb/s (0.25-0.25, n=1/1) | "
+                      "2.40 | 2.00 | 1.25 |", md)
+        self.assertNotIn("| ib_write_bw-hosts | 65536 |", md)
+        self.assertIn("| ib_read_bw 65536 B (>= 2.0) | 1500 | n/a | n/a |  |", md)
 
 
 NVMET_REPORT = """[  158.922251] WARNING: possible circular locking dependency detected
