@@ -250,10 +250,11 @@ class BenchFigures(unittest.TestCase):
                # A run whose counters moved nothing gives no figure (no division by zero).
                row("c-rxe", "cpu-ib_read_bw", user=1, kernel=1, idle=1, bytes=0)]
         md = report(raw)
-        self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 1 |", md)
-        self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 1 |", md)
+        # 10^8 bytes in 200 ticks of 2 CPUs at 100 Hz: 1 s, 0.8 Gb/s on the wire.
+        self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 0.8 | 1 |", md)
+        self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 0.8 | 1 |", md)
         self.assertIn("| 1.00 | no |  | kernel CPU per byte 0.90x the C rxe's; CPUs busy 1.00 (ferroce) "
-                      "vs 1.90 (C rxe) |", md)
+                      "vs 1.90 (C rxe); on the wire 0.8 vs 0.8 Gb/s |", md)
         self.assertNotIn("| ib_read_bw | 1500 | c-rxe |", md)
 
     def test_runs_with_a_cpu_per_host_are_reported_apart_from_the_targets(self):
