@@ -94,19 +94,30 @@ wire_bytes() {
 		$(ip netns exec bn1 cat /sys/class/net/v1/statistics/tx_bytes)))
 }
 
-# split_hosts 1|0: with 1, each netns is a host with a CPU of its own, as two machines would be:
-# bn0 (the client) CPU 0, bn1 (the server) CPU 1. perftest's processes are pinned there and what
-# each veth end receives is steered there (RPS), as a NIC's receive queue is serviced apart from
-# the sender. Without it veth receives on the sending CPU, inside its transmit. The drivers'
-# workqueues stay free to run on either CPU.
+# split_hosts 1|0: with 1, each netns is a host with a CPU of its own: bn0 (the client) CPU 0,
+# bn1 (the server) CPU 1. perftest's processes are pinned there and what each veth end receives
+# is steered there (RPS), as a NIC's receive queue is serviced apart from the sender; without it
+# veth receives on the sending CPU, inside its transmit. This confines what runs in system calls
+# and softirq (all of ferroce's data path), not work queues: the C rxe does nearly all its
+# processing in an unbound one, which runs on either CPU, the other host's too.
 split_hosts() {
-	local m0=0 m1=0 set='for q in /sys/class/net/$1/queues/rx-*/rps_cpus; do echo $0 >"$q" || exit 1; done'
+	local m0=0 m1=0 rc=0 set='for q in /sys/class/net/$1/queues/rx-*/rps_cpus; do echo $0 >"$q" || exit 1; done'
 	[ "$1" = 1 ] && m0=1 m1=2
 	hosts=0
-	ip netns exec bn0 sh -c "$set" "$m0" v0 && ip netns exec bn1 sh -c "$set" "$m1" v1 || return 1
-	hosts=$1
+	ip netns exec bn0 sh -c "$set" "$m0" v0 || rc=1
+	ip netns exec bn1 sh -c "$set" "$m1" v1 || rc=1
+	[ "$rc" = 0 ] && hosts=$1
+	return $rc
 }
 hosts=0
+
+# backlog_drops: packets the kernel dropped so far for a full receive backlog, all CPUs
+# (/proc/net/softnet_stat's second column). Steered receive (split_hosts) can overflow it.
+backlog_drops() {
+	local n=0 d
+	while read -r _ d _; do n=$((n + 16#$d)); done </proc/net/softnet_stat
+	echo "$n"
+}
 
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
@@ -143,14 +154,14 @@ perftest() {
 		sleep 0.1
 	done
 	# What the CPUs did during a 64 KiB bandwidth run, and the bytes both devices sent.
-	local cpu="" u0 k0 i0 u1 k1 i1 w0 w1
+	local cpu="" u0 k0 i0 u1 k1 i1 w0 w1 d0 d1
 	[[ -z ${NO_EMIT:-} && $tool == *_bw && $size == 65536 ]] && cpu=1
 	# The processes that read them run outside the CPU window.
-	[ -n "$cpu" ] && { w0=$(wire_bytes); read -r u0 k0 i0 < <(cpu_ticks); }
+	[ -n "$cpu" ] && { w0=$(wire_bytes); d0=$(backlog_drops); read -r u0 k0 i0 < <(cpu_ticks); }
 	rc=0
 	res=$(ip netns exec bn0 "${on0[@]}" timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
 		--report_gbits $ip1 2>&1) || rc=$?
-	[ -n "$cpu" ] && { read -r u1 k1 i1 < <(cpu_ticks); w1=$(wire_bytes); }
+	[ -n "$cpu" ] && { read -r u1 k1 i1 < <(cpu_ticks); w1=$(wire_bytes); d1=$(backlog_drops); }
 	# A server whose client failed would wait for it until its timeout.
 	for _ in 1 2 3 4 5; do kill -0 "$srv" 2>/dev/null || break; sleep 1; done
 	kill "$srv" 2>/dev/null
@@ -164,17 +175,17 @@ perftest() {
 	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
 	if [ "$rc" -eq 0 ] && [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
 		emit "$drv" "$mtu" "$name" "$size" "$rep" "$val" "$unit"
-		echo "  $drv mtu=$mtu $tool $*$suffix size=$size rep=$rep: $val $unit"
+		echo "  $drv mtu=$mtu $name size=$size rep=$rep: $val $unit"
 		[ -n "$cpu" ] &&
-			printf '{"driver":"%s","mtu":%s,"test":"cpu-%s","size":%s,"rep":%s,"user":%s,"kernel":%s,"idle":%s,"hz":%s,"cpus":%s,"bytes":%s}\n' \
+			printf '{"driver":"%s","mtu":%s,"test":"cpu-%s","size":%s,"rep":%s,"user":%s,"kernel":%s,"idle":%s,"hz":%s,"cpus":%s,"bytes":%s,"drops":%s}\n' \
 				"$drv" "$mtu" "$name" "$size" "$rep" $((u1 - u0)) $((k1 - k0)) $((i1 - i0)) \
-				"$(getconf CLK_TCK)" "$(nproc)" $((w1 - w0)) >>"$out"
+				"$(getconf CLK_TCK)" "$(nproc)" $((w1 - w0)) $((d1 - d0)) >>"$out"
 	else
 		local why
 		why=$(echo "$res" | grep -iE "error|fail|couldn|unable|timeout|exceeded|correlation" | tail -n 1 | tr -d '"\\' | cut -c1-120)
 		[ -z "$why" ] && [ "$rc" -eq 0 ] && why="no iterations completed in the ${secs} s window"
 		why="exit $rc${why:+: $why}${val:+ (figure $val)}"
-		echo "  $drv mtu=$mtu $tool $* size=$size rep=$rep: FAILED ($why)"
+		echo "  $drv mtu=$mtu $name size=$size rep=$rep: FAILED ($why)"
 		echo "$res" | tail -n 3 | sed 's/^/    /'
 		emit_failed "$drv" "$mtu" "$name" "$size" "$rep" "$unit" "$why"
 	fi
@@ -290,15 +301,18 @@ for mtu in $mtus; do
 				for size in 8 4096; do perftest "$drv" "$mtu" "$tool" "$size" "$rep"; done
 			done
 			# 64 KiB bandwidth again with each netns a host of one CPU (BENCH_HOSTS=0: not).
+			# Not SEND: its server polls its CQ, and pinned to its host's only CPU it would
+			# starve a driver that works in a kworker there.
 			if [ "${BENCH_HOSTS:-1}" = 1 ] && [ "$(nproc)" -ge 2 ]; then
 				if split_hosts 1; then
-					for tool in ib_write_bw ib_read_bw ib_send_bw; do
+					for tool in ib_write_bw ib_read_bw; do
 						perftest "$drv" "$mtu" "$tool" 65536 "$rep"
 					done
 				else
 					echo "  $drv mtu=$mtu rep=$rep: could not give each netns a CPU (RPS)"
 				fi
-				split_hosts 0
+				# Steering left on would taint every later run.
+				split_hosts 0 || { echo "could not undo RPS: stopping"; exit 1; }
 			fi
 			if [ "$rep" = 1 ] && [ "$mtu" = "${mtus%% *}" ]; then
 				memory "$drv"

@@ -126,9 +126,12 @@ for mtu in mtus:
         lines.append(f"\n### 64 KiB bandwidth with each netns a host of one CPU (MTU {mtu})\n")
         lines.append("The client's netns on CPU 0, the server's on CPU 1: perftest pinned, and what "
                      "each veth end receives steered to its CPU (RPS), as a NIC's receive queue is "
-                     "serviced apart from the sender. In the table above veth receives on the "
-                     "sending CPU, inside its transmit. Both drivers' workqueues may run on either "
-                     "CPU. Reported apart: the targets are judged on the runs above.\n")
+                     "serviced apart from the sender. In the first table veth receives on the "
+                     "sending CPU, inside its transmit. This confines system calls and softirq "
+                     "(all of ferroce's data path), not work queues: the C rxe does nearly all its "
+                     "processing in an unbound one, which may run on the other host's CPU. SEND "
+                     "is left out: its server polls its CQ on its host's only CPU. Reported apart: "
+                     "the targets are judged on the first table's runs.\n")
         lines.append("| test | ferroce | C rxe | ferroce / C rxe | ferroce, split / shared | "
                      "C rxe, split / shared |")
         lines.append("| --- | --- | --- | ---: | ---: | ---: |")
@@ -166,8 +169,10 @@ def cpu_use(key):
     # rest on perftest's count of completions, set-up included.
     wire = [r["bytes"] * 8 * r["hz"] * r["cpus"] / max(1, r["user"] + r["kernel"] + r["idle"]) / 1e9
             for r in rs]
+    # Packets the receive backlogs dropped, over all the runs (older records have no figure).
+    drops = sum(r.get("drops", 0) for r in rs)
     return (statistics.median(busy), statistics.median(kern), statistics.median(user), len(rs),
-            rs[0]["cpus"], statistics.median(wire))
+            rs[0]["cpus"], statistics.median(wire), drops)
 
 
 if cpu:
@@ -178,14 +183,15 @@ if cpu:
                  "1/bandwidth. Per byte counts what both veth ends sent, headers and ACKs "
                  "included. On the wire is those bytes over the run's time, set-up included: "
                  "a rate that does not rest on perftest's count of completions. Medians over the "
-                 "repetitions.\n")
+                 "repetitions; backlog drops (packets the kernel dropped for a full receive "
+                 "backlog) summed over them.\n")
     lines.append("| test | MTU | driver | CPUs busy | kernel ns/byte | user ns/byte | on the wire, Gb/s "
-                 "| runs |")
-    lines.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+                 "| backlog drops | runs |")
+    lines.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(cpu, key=lambda k: (k[2], k[1], k[0])):
-        busy, kern, user, n, ncpu, wire = cpu_use(key)
+        busy, kern, user, n, ncpu, wire, drops = cpu_use(key)
         lines.append(f"| {key[2]} | {key[1]} | {key[0]} | {busy:.2f} of {ncpu} | {kern:.1f} | "
-                     f"{user:.1f} | {wire:.3g} | {n} |")
+                     f"{user:.1f} | {wire:.3g} | {drops} | {n} |")
 
 
 def in_the_way(mtu, t, size):

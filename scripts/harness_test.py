@@ -246,13 +246,13 @@ class BenchFigures(unittest.TestCase):
             return json.dumps(r)
         raw = [row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.3),
                row("ferroce", "cpu-ib_write_bw", user=10, kernel=90, idle=100, bytes=10**8),
-               row("c-rxe", "cpu-ib_write_bw", user=90, kernel=100, idle=10, bytes=10**8),
+               row("c-rxe", "cpu-ib_write_bw", user=90, kernel=100, idle=10, bytes=10**8, drops=7),
                # A run whose counters moved nothing gives no figure (no division by zero).
                row("c-rxe", "cpu-ib_read_bw", user=1, kernel=1, idle=1, bytes=0)]
         md = report(raw)
         # 10^8 bytes in 200 ticks of 2 CPUs at 100 Hz: 1 s, 0.8 Gb/s on the wire.
-        self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 0.8 | 1 |", md)
-        self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 0.8 | 1 |", md)
+        self.assertIn("| ib_write_bw | 1500 | ferroce | 1.00 of 2 | 9.0 | 1.0 | 0.8 | 0 | 1 |", md)
+        self.assertIn("| ib_write_bw | 1500 | c-rxe | 1.90 of 2 | 10.0 | 9.0 | 0.8 | 7 | 1 |", md)
         self.assertIn("| 1.00 | no |  | kernel CPU per byte 0.90x the C rxe's; CPUs busy 1.00 (ferroce) "
                       "vs 1.90 (C rxe); on the wire 0.8 vs 0.8 Gb/s |", md)
         self.assertNotIn("| ib_read_bw | 1500 | c-rxe |", md)
@@ -262,7 +262,11 @@ class BenchFigures(unittest.TestCase):
             return json.dumps({"driver": drv, "mtu": 1500, "test": test, "size": 65536, "rep": 1,
                                "value": value, "unit": "Gb/s"})
         raw = [row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.2),
-               row("ferroce", "ib_write_bw-hosts", 0.6), row("c-rxe", "ib_write_bw-hosts", 0.25)]
+               row("ferroce", "ib_write_bw-hosts", 0.6), row("c-rxe", "ib_write_bw-hosts", 0.25),
+               # A split run that failed, with no shared run beside it.
+               json.dumps({"driver": "c-rxe", "mtu": 1500, "test": "ib_read_bw-hosts",
+                           "size": 65536, "rep": 1, "value": None, "unit": "Gb/s",
+                           "failed": "exit 1"})]
         md = report(raw)
         # The headline compares the shared-CPU runs only; the split runs have their own table
         # and column, each against its own driver's shared run too.
@@ -272,7 +276,10 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ib_write_bw | 0.6 Gb/s (0.6-0.6, n=1/1) | 0.25 Gb/s (0.25-0.25, n=1/1) | "
                       "2.40 | 2.00 | 1.25 |", md)
         self.assertNotIn("| ib_write_bw-hosts | 65536 |", md)
-        self.assertIn("| ib_read_bw 65536 B (>= 2.0) | 1500 | n/a | n/a |  |", md)
+        self.assertIn("| ib_read_bw 65536 B (>= 2.0) | 1500 | n/a | n/a | n/a |", md)
+        self.assertIn("| ib_read_bw | n/a | failed (0/1) | n/a | n/a | n/a |", md)
+        self.assertIn("| c-rxe | 1500 | ib_read_bw-hosts | 65536 | 1 | exit 1 |", md)
+        self.assertNotIn("| ib_read_bw | 65536 |", md)
 
 
 NVMET_REPORT = """[  158.922251] WARNING: possible circular locking dependency detected
