@@ -12,7 +12,7 @@ import json
 import re
 import statistics
 import sys
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 
 raw_path, out_dir, accel = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(line) for line in open(raw_path) if line.strip()]
@@ -156,24 +156,30 @@ if any(k[2].startswith("nvmeof-") for k in runs):
     lines.append("")
 
 
+CpuUse = namedtuple("CpuUse", "busy kern_ns user_ns runs cpus wire_gbps drops")
+
+
+def run_secs(r):
+    """A CPU record's wall time: all CPUs' ticks over the CPUs."""
+    return max(1, r["user"] + r["kernel"] + r["idle"]) / r["hz"] / r["cpus"]
+
+
 def cpu_use(key):
-    """Median CPUs busy, kernel and user CPU ns per byte sent, and runs, over a run's reps."""
+    """Over a run's reps: medians of CPUs busy, kernel and user CPU ns per byte sent, and the
+    rate on the wire; the runs, and the backlog drops summed."""
     rs = cpu.get(key)
     if not rs:
         return None
-    busy = [(r["user"] + r["kernel"]) * r["cpus"] / max(1, r["user"] + r["kernel"] + r["idle"])
-            for r in rs]
+    busy = [(r["user"] + r["kernel"]) / r["hz"] / run_secs(r) for r in rs]
     kern = [r["kernel"] * 1e9 / r["hz"] / r["bytes"] for r in rs]
     user = [r["user"] * 1e9 / r["hz"] / r["bytes"] for r in rs]
-    # Both veth ends' bytes over the run's time (all CPUs' ticks over CPUs): a rate that does not
-    # rest on perftest's count of completions, set-up included.
-    wire = [r["bytes"] * 8 * r["hz"] * r["cpus"] / max(1, r["user"] + r["kernel"] + r["idle"]) / 1e9
-            for r in rs]
+    # Both veth ends' bytes over the run's time: a rate that does not rest on perftest's count
+    # of completions, set-up included.
+    wire = [r["bytes"] * 8 / run_secs(r) / 1e9 for r in rs]
     # Packets the receive backlogs dropped, over all the runs (older records have no figure).
     drops = sum(r.get("drops", 0) for r in rs)
-    return (statistics.median(busy), statistics.median(kern), statistics.median(user), len(rs),
-            rs[0]["cpus"], statistics.median(wire), drops)
-
+    return CpuUse(statistics.median(busy), statistics.median(kern), statistics.median(user),
+                  len(rs), rs[0]["cpus"], statistics.median(wire), drops)
 
 if cpu:
     lines.append("\n## CPU during the 64 KiB bandwidth runs (/proc/stat over each client run)\n")
@@ -189,19 +195,19 @@ if cpu:
                  "| backlog drops | runs |")
     lines.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(cpu, key=lambda k: (k[2], k[1], k[0])):
-        busy, kern, user, n, ncpu, wire, drops = cpu_use(key)
-        lines.append(f"| {key[2]} | {key[1]} | {key[0]} | {busy:.2f} of {ncpu} | {kern:.1f} | "
-                     f"{user:.1f} | {wire:.3g} | {drops} | {n} |")
+        u = cpu_use(key)
+        lines.append(f"| {key[2]} | {key[1]} | {key[0]} | {u.busy:.2f} of {u.cpus} | {u.kern_ns:.1f} | "
+                     f"{u.user_ns:.1f} | {u.wire_gbps:.3g} | {u.drops} | {u.runs} |")
 
 
 def in_the_way(mtu, t, size):
     """The CPU figures of a missed bandwidth target's runs, ferroce against the C rxe."""
     ours, c = cpu_use(("ferroce", mtu, t, size)), cpu_use(("c-rxe", mtu, t, size))
-    if ours is None or c is None or c[1] == 0:
+    if ours is None or c is None or c.kern_ns == 0:
         return ""
-    return (f"kernel CPU per byte {ours[1] / c[1]:.2f}x the C rxe's; CPUs busy "
-            f"{ours[0]:.2f} (ferroce) vs {c[0]:.2f} (C rxe); on the wire {ours[5]:.3g} vs "
-            f"{c[5]:.3g} Gb/s")
+    return (f"kernel CPU per byte {ours.kern_ns / c.kern_ns:.2f}x the C rxe's; CPUs busy "
+            f"{ours.busy:.2f} (ferroce) vs {c.busy:.2f} (C rxe); on the wire {ours.wire_gbps:.3g} "
+            f"vs {c.wire_gbps:.3g} Gb/s")
 
 
 # The issue's targets, side by side with what was measured.
