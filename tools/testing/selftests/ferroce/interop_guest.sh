@@ -285,7 +285,10 @@ for i in "${!TESTS[@]}"; do
 	[[ $name == "v6 "* ]] && name="${name#v6 }-ipv6"
 	[[ $name == "ce "* ]] && name="${name#ce }-ce-marked"
 	[ "$name" = xfer ] && name=$(echo "${TESTS[$i]}" | awk '{print "xfer-" $3 "-" $5}')
+	t0=$SECONDS
 	ktap_test_result "$n: $name ($driver side)" run "$n" ${TESTS[$i]}
+	# What each test costs make check (both sides wait for each other: the same figure).
+	echo "#   $n took $((SECONDS - t0)) s"
 done
 rdma link del r0
 # The host reads the "result:" lines: the module unloads, and this guest's kernel log and
