@@ -289,7 +289,7 @@ dissected() {
 		GIDOPT=-x pair ib_read_bw -s 4096 -n 20 -F || { kill "$cap"; return 1; }
 	sleep 1
 	kill "$cap"; wait "$cap" 2>/dev/null
-	# One pass (tshark takes tens of seconds to start under TCG): per packet its UDP port,
+	# One pass (tshark is slow to start under TCG): per packet its UDP port,
 	# protocols, BTH opcode and expert severities. Every RoCEv2 datagram must be dissected as
 	# InfiniBand with no expert item of warning severity (0x600000) or worse; a malformed
 	# packet has one of error severity. tshark prints severities in decimal or in hex.
