@@ -21,10 +21,11 @@ build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built 
 # A 16 MiB kernel log: the log checks read it from boot on, and must not lose its start.
 # The root is the host's, over 9p, read-only. vng mounts it uncached, so every exec looks up
 # and reads its binary and libraries through QEMU again: under TCG a cold tshark start spent
-# 45 s reading its library, and ip 280 ms per run. Nothing on the host changes under a guest
-# (results go to GUEST_RWDIR, a mount of its own), so the guest may cache it (cache=loose: a
-# later rootflags overrides vng's). 9p is forced: vng would pick virtiofs where a virtiofsd
-# is installed, and these flags are 9p's.
+# 45 s reading its library, and ip 280 ms per run. The harness changes nothing on the host
+# under a guest (results go to GUEST_RWDIR, a mount of its own, uncached; rebuilding while a
+# guest runs was never safe), so the guest may cache it (cache=loose: a later rootflags
+# overrides vng's). 9p is forced: vng would pick virtiofs where a virtiofsd is installed, and
+# these flags are 9p's.
 opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm
 	--force-9p --append log_buf_len=16M
 	--append rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose)
