@@ -26,8 +26,7 @@ echo scan=off >/sys/kernel/debug/kmemleak 2>/dev/null || true
 export PATH=/usr/sbin:/sbin:$PATH
 # In make check every tool is installed: a missing one fails the test that needs it.
 export FERROCE_STRICT=1
-# One round of each loss case at 1% here; make soak runs 1% and 5% in loops (5% does not hold
-# yet: issue 14).
+# One round of each loss case at 1% here; make soak runs 1% and 5% in loops.
 export LOSS_RUNS=${LOSS_RUNS:-1} LOSSES=${LOSSES:-1}
 
 # unload_after SUITE NAME: the module must unload after each suite; a leaked reference is the
