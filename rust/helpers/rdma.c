@@ -10,17 +10,16 @@ __rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *pi
 #include <linux/xarray.h>
 
 /*
- * A pool's XArray gets a lock class of its own: its lock is taken in process context only, and
- * sharing the class of every other XArray initialised from Rust (xa_init_flags() is inline, so
- * all of this file's callers share one) would tie it, for lockdep, to locks taken under
- * spinlocks that softirqs take.
+ * A pool's XArray gets a lock class of its own, passed in by the caller: its lock is taken in
+ * process context only, and sharing the class of every other XArray initialised from Rust
+ * (xa_init_flags() is inline, so all of this file's callers share one) would tie it, for
+ * lockdep, to locks taken under spinlocks that softirqs take. The key is the caller's static,
+ * not one here: helpers may be inlined into Rust, where a static of this file cannot go.
  */
-static struct lock_class_key rdma_pool_lock_key;
-
-__rust_helper void rust_helper_rdma_pool_init(struct xarray *xa)
+__rust_helper void rust_helper_rdma_pool_init(struct xarray *xa, struct lock_class_key *key)
 {
 	xa_init_flags(xa, XA_FLAGS_ALLOC);
-	lockdep_set_class(&xa->xa_lock, &rdma_pool_lock_key);
+	lockdep_set_class(&xa->xa_lock, key);
 }
 
 __rust_helper int rust_helper_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry,

@@ -62,8 +62,11 @@ impl<T: Send + Sync> Pool<T> {
     /// An empty pool that allocates numbers in `range`.
     pub fn new(range: RangeInclusive<u32>) -> impl PinInit<Self> {
         pin_init!(Self {
-            // SAFETY: `rdma_pool_init` initialises an allocating XArray in place.
-            xa <- Opaque::ffi_init(|xa| unsafe { bindings::rdma_pool_init(xa) }),
+            // SAFETY: `rdma_pool_init` initialises an allocating XArray in place; the lock class
+            // key is static, so it outlives the XArray.
+            xa <- Opaque::ffi_init(|xa| unsafe {
+                bindings::rdma_pool_init(xa, crate::sync::static_lock_class!().as_ptr())
+            }),
             next: Opaque::new(*range.start()),
             range,
             _t: PhantomData,
