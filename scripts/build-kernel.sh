@@ -20,6 +20,10 @@ key=$({ echo "$tree"; cat "$fragment" $extra "$tree/arch/x86/configs/x86_64_defc
 	bindgen --version; } | sha256sum | cut -c1-12)
 build="$FERROCE_CACHE/build/linux-$KVER-$key"
 kmake=(make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" -j"$(($(nproc) + 1))")
+# The check kernel's Rust goes through clippy, every warning an error: a Rust object in the build
+# is then one that linted clean (kbuild rebuilds an object whose command changed), so make
+# check needs no second, linting build. make bench's kernel is built plain.
+[ -n "$extra" ] || kmake+=(CLIPPY=1 KRUSTFLAGS=-Dwarnings)
 mkdir -p "$build"
 
 # config_mismatches FRAGMENT CONFIG: the fragment's lines that CONFIG does not honour.

@@ -180,6 +180,40 @@ class Strict(unittest.TestCase):
         self.assertEqual([l.split()[0] for l in self.run_require(False)], ["skip"])
 
 
+class Clippy(unittest.TestCase):
+    """make check's clippy verdict: the build's Rust went through clippy with -Dwarnings."""
+
+    OBJS = ("rust/kernel.o", "drivers/infiniband/sw/ferroce/ferroce.o")
+    LINTED = "savedcmd_{0} := OBJTREE=/b clippy-driver --edition=2021 -Wclippy::all -Dwarnings {0}"
+
+    def unlinted(self, cmds):
+        with tempfile.TemporaryDirectory() as build:
+            for obj, cmd in cmds.items():
+                d, f = os.path.split(obj)
+                os.makedirs(os.path.join(build, d), exist_ok=True)
+                with open(os.path.join(build, d, f".{f}.cmd"), "w") as out:
+                    out.write(cmd.format(obj) + "\n")
+            r = subprocess.run(["bash", "-c", f'. "{HERE}/lib.sh"; unlinted "$1"', "-", build],
+                               capture_output=True, text=True, check=True)
+            return r.stdout.split()
+
+    def test_a_linted_build_passes(self):
+        self.assertEqual(self.unlinted({o: self.LINTED for o in self.OBJS}), [])
+
+    def test_a_plain_rustc_build_fails(self):
+        plain = "savedcmd_{0} := OBJTREE=/b rustc --edition=2021 -Wclippy::all -Dwarnings {0}"
+        self.assertEqual(self.unlinted({self.OBJS[0]: plain, self.OBJS[1]: self.LINTED}),
+                         [self.OBJS[0]])
+
+    def test_lints_as_warnings_fail(self):
+        warn = "savedcmd_{0} := OBJTREE=/b clippy-driver --edition=2021 -Wclippy::all {0}"
+        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED, self.OBJS[1]: warn}),
+                         [self.OBJS[1]])
+
+    def test_a_missing_object_fails(self):
+        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED}), [self.OBJS[1]])
+
+
 def perftest_figure(output, tool, size, secs=2, mhz=""):
     """What make bench takes from one perftest run's output."""
     r = subprocess.run([os.path.join(HERE, "perftest-figure.sh"), tool, str(size), str(secs), mhz],
