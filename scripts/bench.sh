@@ -19,7 +19,7 @@ build=$(FERROCE_KCONFIG_EXTRA="$FERROCE_ROOT/scripts/kconfig/bench.config" "$FER
 # The incast table needs the selftests' ferroce_xfer; without it the bench runs without it.
 tree=$(cat "$FERROCE_CACHE/current-tree")
 incast=$tree/tools/testing/selftests/ferroce/ferroce_incast.sh
-make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || { echo "selftests did not build: no incast" >&2; incast=; }
+build_selftests "$tree" || { echo "selftests did not build: no incast" >&2; incast=; }
 
 step "guest benchmark"
 : >"$out/raw.jsonl"

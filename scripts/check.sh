@@ -100,7 +100,7 @@ timed "host tests (harness_test.py: the harness fails what it should)"
 FERROCE_TREE=$tree unittest_results harness_test.py "$FERROCE_ROOT/scripts/harness_test.py"
 
 timed "build the test programs"
-make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest programs did not build"
+build_selftests "$tree" || die "the selftest programs did not build"
 
 timed "guest tests${quick:+ (quick)}"
 rc=0

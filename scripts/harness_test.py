@@ -214,6 +214,28 @@ class Clippy(unittest.TestCase):
         self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED}), [self.OBJS[1]])
 
 
+class Selftests(unittest.TestCase):
+    """The selftests' programs land where the guest runs them, also under make (MAKELEVEL=1),
+    where kselftest's lib.mk leaves OUTPUT empty."""
+
+    def test_programs_are_built_in_place_under_make(self):
+        tree = os.environ.get("FERROCE_TREE")
+        lib_mk = os.path.join(tree or "", "tools/testing/selftests/lib.mk")
+        self.assertTrue(tree and os.path.exists(lib_mk), "FERROCE_TREE must name the kernel tree")
+        with tempfile.TemporaryDirectory() as top:
+            st = os.path.join(top, "tools/testing/selftests")
+            os.makedirs(st)
+            for f in ("lib.mk", "kselftest.h", "kselftest_harness.h"):
+                subprocess.run(["cp", os.path.join(os.path.dirname(lib_mk), f), st], check=True)
+            subprocess.run(["cp", "-r", SELFTESTS, os.path.join(st, "ferroce")], check=True)
+            env = dict(os.environ, MAKELEVEL="1")
+            r = subprocess.run(["bash", "-c", f'. "{HERE}/lib.sh"; build_selftests "$1"', "-",
+                                top], env=env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for prog in ("ferroce_xfer", "ferroce_mcast"):
+                self.assertTrue(os.access(os.path.join(st, "ferroce", prog), os.X_OK), prog)
+
+
 def perftest_figure(output, tool, size, secs=2, mhz=""):
     """What make bench takes from one perftest run's output."""
     r = subprocess.run([os.path.join(HERE, "perftest-figure.sh"), tool, str(size), str(secs), mhz],

@@ -42,3 +42,14 @@ unlinted() {
 			"$1/$(dirname "$obj")/.$(basename "$obj").cmd" 2>/dev/null || echo "$obj"
 	done
 }
+
+# build_selftests TREE: builds the selftests' programs in place, where the guest runs them.
+# OUTPUT is explicit: under make (make check), MAKELEVEL is set, and kselftest's lib.mk then
+# leaves OUTPUT empty, which built them into / (a warm tree still had older ones).
+build_selftests() {
+	local dir="$1/tools/testing/selftests/ferroce" f
+	make -s -C "$dir" OUTPUT="$dir" >&2 || return 1
+	for f in $(sed -n 's/^TEST_GEN_FILES := //p' "$dir/Makefile"); do
+		[ -x "$dir/$f" ] || { echo "ferroce: $f was not built in $dir" >&2; return 1; }
+	done
+}

@@ -24,7 +24,7 @@ start=$SECONDS
 step "build the kernel and the test programs"
 build=$("$FERROCE_ROOT/scripts/build-kernel.sh")
 tree=$(cat "$FERROCE_CACHE/current-tree")
-make -s -C "$tree/tools/testing/selftests/ferroce" >&2 || die "the selftest programs did not build"
+build_selftests "$tree" || die "the selftest programs did not build"
 st="$tree/tools/testing/selftests/ferroce"
 
 step "loss and data loops in one guest"
