@@ -52,4 +52,4 @@ host-test:
 	cd tools/ferroce-proto && cargo test --locked
 
 clean-cache:
-	@. $(S)/lib.sh && rm -rf "$$FERROCE_CACHE/build" "$$FERROCE_CACHE/tree" "$$FERROCE_CACHE/runs"
+	@. $(S)/lib.sh && rm -rf "$$FERROCE_CACHE/build" "$$FERROCE_CACHE/tree" "$$FERROCE_CACHE/runs" "$$FERROCE_CACHE/clippy"

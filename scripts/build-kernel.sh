@@ -22,8 +22,12 @@ build="$FERROCE_CACHE/build/linux-$KVER-$key"
 kmake=(make -C "$tree" O="$build" LLVM="$LLVM_SUFFIX" -j"$(($(nproc) + 1))")
 # The check kernel's Rust goes through clippy, every warning an error: a Rust object in the build
 # is then one that linted clean (kbuild rebuilds an object whose command changed), so make
-# check needs no second, linting build. make bench's kernel is built plain.
-[ -n "$extra" ] || kmake+=(CLIPPY=1 KRUSTFLAGS=-Dwarnings)
+# check needs no second, linting build. KRUSTFLAGS does not reach the proc macros (our patch
+# edits rust/macros), the driver command does. make bench's kernel is built plain.
+if [ -z "$extra" ]; then
+	need clippy-driver
+	kmake+=(CLIPPY=1 "CLIPPY_DRIVER=clippy-driver -Dwarnings" KRUSTFLAGS=-Dwarnings)
+fi
 mkdir -p "$build"
 
 # config_mismatches FRAGMENT CONFIG: the fragment's lines that CONFIG does not honour.

@@ -183,7 +183,7 @@ class Strict(unittest.TestCase):
 class Clippy(unittest.TestCase):
     """make check's clippy verdict: the build's Rust went through clippy with -Dwarnings."""
 
-    OBJS = ("rust/kernel.o", "drivers/infiniband/sw/ferroce/ferroce.o")
+    OBJS = ("rust/kernel.o", "rust/libmacros.so", "drivers/infiniband/sw/ferroce/ferroce.o")
     LINTED = "savedcmd_{0} := OBJTREE=/b clippy-driver --edition=2021 -Wclippy::all -Dwarnings {0}"
 
     def unlinted(self, cmds):
@@ -202,16 +202,17 @@ class Clippy(unittest.TestCase):
 
     def test_a_plain_rustc_build_fails(self):
         plain = "savedcmd_{0} := OBJTREE=/b rustc --edition=2021 -Wclippy::all -Dwarnings {0}"
-        self.assertEqual(self.unlinted({self.OBJS[0]: plain, self.OBJS[1]: self.LINTED}),
-                         [self.OBJS[0]])
+        self.assertEqual(self.unlinted({self.OBJS[0]: plain, self.OBJS[1]: self.LINTED,
+                                        self.OBJS[2]: self.LINTED}), [self.OBJS[0]])
 
     def test_lints_as_warnings_fail(self):
         warn = "savedcmd_{0} := OBJTREE=/b clippy-driver --edition=2021 -Wclippy::all {0}"
-        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED, self.OBJS[1]: warn}),
-                         [self.OBJS[1]])
+        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED, self.OBJS[1]: self.LINTED,
+                                        self.OBJS[2]: warn}), [self.OBJS[2]])
 
     def test_a_missing_object_fails(self):
-        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED}), [self.OBJS[1]])
+        self.assertEqual(self.unlinted({self.OBJS[0]: self.LINTED, self.OBJS[2]: self.LINTED}),
+                         [self.OBJS[1]])
 
 
 class Selftests(unittest.TestCase):

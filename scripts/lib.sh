@@ -33,11 +33,11 @@ need() {
 	command -v "$1" >/dev/null 2>&1 || die "missing tool '$1' (run scripts/setup-toolchain.sh)"
 }
 
-# unlinted BUILD: of the kernel crate and the driver in BUILD, the objects that clippy did not
-# compile with every warning an error (see build-kernel.sh); nothing when both were linted.
+# unlinted BUILD: of the kernel crate, the macros and the driver in BUILD, the objects clippy did not
+# compile with every warning an error (see build-kernel.sh); nothing when all were.
 unlinted() {
 	local obj
-	for obj in rust/kernel.o drivers/infiniband/sw/ferroce/ferroce.o; do
+	for obj in rust/kernel.o rust/libmacros.so drivers/infiniband/sw/ferroce/ferroce.o; do
 		grep -qE '(^|[ /])clippy-driver .*-Dwarnings' \
 			"$1/$(dirname "$obj")/.$(basename "$obj").cmd" 2>/dev/null || echo "$obj"
 	done

@@ -33,10 +33,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 		|| die "apt-get install ${missing[*]} failed"
 fi
 
-step "install rust-src and rustfmt"
+step "install rust-src, rustfmt and clippy"
 need rustup
 need cargo
-for c in rust-src rustfmt; do
+for c in rust-src rustfmt clippy; do
 	rustup component list --installed 2>/dev/null | grep -q "^$c" \
 		|| rustup component add "$c" >&2 || die "rustup component add $c failed"
 done

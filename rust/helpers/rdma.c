@@ -19,7 +19,7 @@ __rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *pi
 __rust_helper void rust_helper_rdma_pool_init(struct xarray *xa, struct lock_class_key *key)
 {
 	xa_init_flags(xa, XA_FLAGS_ALLOC);
-	lockdep_set_class(&xa->xa_lock, key);
+	lockdep_set_class_and_name(&xa->xa_lock, key, "rdma_pool");
 }
 
 __rust_helper int rust_helper_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry,
