@@ -119,6 +119,63 @@ backlog_drops() {
 	echo "$n"
 }
 
+# nap SECONDS: sleeps without starting a process (a read that times out on a pipe nobody writes
+# to): with the CPUs busy, starting /bin/sleep under TCG took a large part of a second.
+exec {nap_fd}<> <(:)
+nap() { read -rt "$1" -u "$nap_fd" || :; }
+
+# dev_bytes PID DEV: sets BYTES to what DEV, in PID's network namespace, received and sent so far
+# (/proc/PID/net/dev), starting no process: steady() samples it while a run goes on.
+dev_bytes() {
+	local line name
+	BYTES=
+	while IFS= read -r line; do
+		name=${line%%:*}
+		[ "${name##* }" = "$2" ] || continue
+		set -- ${line#*:}
+		BYTES=$(($1 + $9))
+		return 0
+	done <"/proc/$1/net/dev"
+	return 1
+}
+
+# steady SRV_PID CLIENT_PID: sets STEADY to the Gb/s that crossed the server's veth end (v1, both
+# ways: wire bytes with headers, ACKs and any resends, not goodput) in SECONDS of the run's steady
+# state, from 1 s after its traffic began (perftest's warm-up margin, -f 1), while traffic still
+# flows after it. perftest's figure counts only completions it polls inside its window, and it
+# polls once per round of posts over all QPs (tx_depth each): when a driver does its work inside
+# the post, as ferroce does on veth, a round can outlast the window, and the count misses or
+# overcounts what moved. This rate does not depend on when anyone polls.
+steady() {
+	local b0 b1 t0 t1 t2 i
+	STEADY=
+	dev_bytes "$1" v1 || return 1
+	b0=$BYTES
+	for ((i = 0; i < 400; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		dev_bytes "$1" v1 && ((BYTES - b0 > 262144)) && break
+		nap 0.05
+	done
+	t0=$EPOCHREALTIME
+	nap 1
+	dev_bytes "$1" v1 || return 1
+	b1=$BYTES t1=$EPOCHREALTIME
+	# In slices: a client that ends early ends the wait.
+	for ((i = 0; i < secs * 4; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		nap 0.25
+	done
+	dev_bytes "$1" v1 || return 1
+	b0=$BYTES t2=$EPOCHREALTIME
+	# perftest moves data for SECONDS + 2 s from its start: the window must end well inside
+	# that, and traffic must still flow after it.
+	nap 0.2
+	dev_bytes "$1" v1 && ((BYTES > b0)) || return 1
+	STEADY=$(awk -v b=$((b0 - b1)) -v t0="$t0" -v t1="$t1" -v t2="$t2" -v s="$secs" \
+		'BEGIN {if (b > 0 && t2 > t1 && t2 - t0 <= s + 1.6) printf "%.4f", b * 8 / (t2 - t1) / 1e9}')
+	[ -n "$STEADY" ]
+}
+
 # perftest DRIVER MTU TOOL SIZE REP [extra args]: server in bn1, client in bn0.
 perftest() {
 	local drv=$1 mtu=$2 tool=$3 size=$4 rep=$5 port=$((18515 + RANDOM % 1000)) g0 g1 res val rc
@@ -159,8 +216,17 @@ perftest() {
 	# The processes that read them run outside the CPU window.
 	[ -n "$cpu" ] && { w0=$(wire_bytes); d0=$(backlog_drops); read -r u0 k0 i0 < <(cpu_ticks); }
 	rc=0
-	res=$(ip netns exec bn0 "${on0[@]}" timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
-		--report_gbits $ip1 2>&1) || rc=$?
+	local cli_out cli st="" want_st=""
+	cli_out=$(mktemp)
+	ip netns exec bn0 "${on0[@]}" timeout 90 "$tool" -d r0 -x "$g0" -s "$size" "${mode[@]}" -F -p "$port" "$@" \
+		--report_gbits $ip1 >"$cli_out" 2>&1 &
+	cli=$!
+	# Bandwidth runs: the steady rate on the wire as well (steady()).
+	[[ -z ${NO_EMIT:-} && $tool == *_bw && $tool != ib_atomic_bw ]] && want_st=1
+	[ -n "$want_st" ] && steady "$srv" "$cli" && st=$STEADY
+	wait "$cli" || rc=$?
+	res=$(cat "$cli_out")
+	rm -f "$cli_out"
 	[ -n "$cpu" ] && { read -r u1 k1 i1 < <(cpu_ticks); w1=$(wire_bytes); d1=$(backlog_drops); }
 	# A server whose client failed would wait for it until its timeout.
 	for _ in 1 2 3 4 5; do kill -0 "$srv" 2>/dev/null || break; sleep 1; done
@@ -172,6 +238,14 @@ perftest() {
 	[[ $tool == ib_atomic_bw ]] && unit=Mop/s
 	local name
 	name="$tool$( [ $# -gt 0 ] && echo "$*" | tr -d ' ')$suffix"
+	# The steady rate stands on its own: most useful when perftest's count failed.
+	if [ -n "$st" ]; then
+		emit "$drv" "$mtu" "steady-$name" "$size" "$rep" "$st" Gb/s
+		echo "  $drv mtu=$mtu steady-$name size=$size rep=$rep: $st Gb/s on the wire"
+	elif [ -n "$want_st" ]; then
+		emit_failed "$drv" "$mtu" "steady-$name" "$size" "$rep" Gb/s \
+			"no steady window inside the run (traffic stopped or started late)"
+	fi
 	# A failed run, or one that measured nothing, is a failure: never a zero in the medians.
 	if [ "$rc" -eq 0 ] && [[ $val =~ ^[0-9.]+$ ]] && awk -v v="$val" 'BEGIN {exit !(v > 0)}'; then
 		emit "$drv" "$mtu" "$name" "$size" "$rep" "$val" "$unit"
