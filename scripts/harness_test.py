@@ -247,6 +247,15 @@ def perftest_figure(output, tool, size, secs=2, mhz=""):
 BW_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n")
 
 
+def bw_row(drv, test, value, failed=None):
+    """One raw JSON line of a 64 KiB bandwidth run at MTU 1500: its figure, or why it failed."""
+    r = {"driver": drv, "mtu": 1500, "test": test, "size": 65536, "rep": 1, "value": value,
+         "unit": "Gb/s"}
+    if failed:
+        r["failed"] = failed
+    return json.dumps(r)
+
+
 def report(raw):
     """bench-report.py's Markdown for the raw JSON lines RAW."""
     with tempfile.TemporaryDirectory() as d:
@@ -315,15 +324,10 @@ class BenchFigures(unittest.TestCase):
         self.assertNotIn("| ib_read_bw | 1500 | c-rxe |", md)
 
     def test_runs_with_a_cpu_per_host_are_reported_apart_from_the_targets(self):
-        def row(drv, test, value):
-            return json.dumps({"driver": drv, "mtu": 1500, "test": test, "size": 65536, "rep": 1,
-                               "value": value, "unit": "Gb/s"})
-        raw = [row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.2),
-               row("ferroce", "ib_write_bw-hosts", 0.6), row("c-rxe", "ib_write_bw-hosts", 0.25),
+        raw = [bw_row("ferroce", "ib_write_bw", 0.3), bw_row("c-rxe", "ib_write_bw", 0.2),
+               bw_row("ferroce", "ib_write_bw-hosts", 0.6), bw_row("c-rxe", "ib_write_bw-hosts", 0.25),
                # A split run that failed, with no shared run beside it.
-               json.dumps({"driver": "c-rxe", "mtu": 1500, "test": "ib_read_bw-hosts",
-                           "size": 65536, "rep": 1, "value": None, "unit": "Gb/s",
-                           "failed": "exit 1"})]
+               bw_row("c-rxe", "ib_read_bw-hosts", None, failed="exit 1")]
         md = report(raw)
         # The headline compares the shared-CPU runs only; the split runs have their own table
         # and column, each against its own driver's shared run too.
@@ -339,18 +343,16 @@ class BenchFigures(unittest.TestCase):
         self.assertNotIn("| ib_read_bw | 65536 |", md)
 
     def test_the_steady_wire_rate_stands_beside_perftests_figure(self):
-        def row(drv, test, value, size=65536):
-            return json.dumps({"driver": drv, "mtu": 1500, "test": test, "size": size, "rep": 1,
-                               "value": value, "unit": "Gb/s"})
         # A round of 8 x 128 posts that outlasted perftest's window: it counted nothing that
         # moved (0 is no figure: a failed run), while the wire carried 0.2 Gb/s.
-        raw = [json.dumps({"driver": "ferroce", "mtu": 1500, "test": "ib_write_bw-q8",
-                           "size": 65536, "rep": 1, "value": None, "unit": "Gb/s",
-                           "failed": "exit 0: no iterations completed in the 2 s window"}),
-               row("c-rxe", "ib_write_bw-q8", 0.4),
-               row("ferroce", "steady-ib_write_bw-q8", 0.2), row("c-rxe", "steady-ib_write_bw-q8", 0.5),
-               row("ferroce", "ib_write_bw", 0.3), row("c-rxe", "ib_write_bw", 0.2),
-               row("ferroce", "steady-ib_write_bw", 0.33), row("c-rxe", "steady-ib_write_bw", 0.3)]
+        raw = [bw_row("ferroce", "ib_write_bw-q8", None,
+                      failed="exit 0: no iterations completed in the 2 s window"),
+               bw_row("c-rxe", "ib_write_bw-q8", 0.4),
+               bw_row("ferroce", "steady-ib_write_bw-q8", 0.2),
+               bw_row("c-rxe", "steady-ib_write_bw-q8", 0.5),
+               bw_row("ferroce", "ib_write_bw", 0.3), bw_row("c-rxe", "ib_write_bw", 0.2),
+               bw_row("ferroce", "steady-ib_write_bw", 0.33),
+               bw_row("c-rxe", "steady-ib_write_bw", 0.3)]
         md = report(raw)
         self.assertIn("| ib_write_bw | 65536 | 0.3 Gb/s (0.3-0.3, n=1/1) | 0.2 Gb/s (0.2-0.2, n=1/1) "
                       "| 1.50 | n/a | 1.10 |", md)
