@@ -74,12 +74,17 @@ def ratio(a, b):
     return f"{a[0] / b[0]:.2f}"
 
 
-def steady(mtu, t, size):
-    """ferroce / C rxe of a bandwidth run's steady rate on the wire; "" if it has none."""
-    fk, ck = ("ferroce", mtu, STEADY + t, size), ("c-rxe", mtu, STEADY + t, size)
+def ratio_if_run(mtu, t, size):
+    """ferroce / C rxe of test T; "" if neither driver ran it (a column the bench left out)."""
+    fk, ck = ("ferroce", mtu, t, size), ("c-rxe", mtu, t, size)
     if fk not in runs and ck not in runs:
         return ""
     return ratio(summary(fk), summary(ck))
+
+
+def steady(mtu, t, size):
+    """ferroce / C rxe of a bandwidth run's steady rate on the wire; "" if it has none."""
+    return ratio_if_run(mtu, STEADY + t, size)
 
 
 def qp_count(test):
@@ -243,9 +248,7 @@ for mtu in mtus:
         r = ratio(ours, c)
         met = "n/a" if r == "n/a" else ("yes" if (float(r) >= goal if cmp == ">=" else float(r) <= goal) else "no")
         why = in_the_way(mtu, t, size) if met == "no" else ""
-        hosts = ""
-        if ("ferroce", mtu, t + HOSTS, size) in runs or ("c-rxe", mtu, t + HOSTS, size) in runs:
-            hosts = ratio(summary(("ferroce", mtu, t + HOSTS, size)), summary(("c-rxe", mtu, t + HOSTS, size)))
+        hosts = ratio_if_run(mtu, t + HOSTS, size)
         lines.append(f"| {t} {size} B ({cmp} {goal}) | {mtu} | {r} | {met} | {steady(mtu, t, size)} | "
                      f"{hosts} | {why} |")
 
