@@ -166,27 +166,43 @@ wait_port() {
 # ibv_rc_pingpong wants ACK_LOSS 0: it ends without a handshake, each side destroying its QP
 # once its own last WR completed, so a lost last ACK leaves the peer resending to a QP that is
 # gone until its retries run out, on any RC implementation.
+# The CM's DREQ (a MAD to QP 1 whose attribute, after BTH and DETH, is 0x0015) is never lost,
+# for a like reason: rping's client destroys its cm_id right after sending it, which cancels
+# ib_cm's resends, so a lost DREQ leaves the server waiting for a DISCONNECTED event that never
+# comes, on any device. The CM's other MADs are lost like data: ib_cm resends those.
 lossy_link() {
 	local ns
 	for ns in "$A va" "$B vb"; do
 		set -- "$1" "$2" $ns
-		tc -n "$3" qdisc replace dev "$4" root handle 1: prio bands 2 \
+		tc -n "$3" qdisc replace dev "$4" root handle 1: prio bands 3 \
 			priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
 			tc -n "$3" qdisc replace dev "$4" parent 1:1 handle 10: \
 				netem delay 1ms reorder 1% loss "$2%" &&
 			tc -n "$3" qdisc replace dev "$4" parent 1:2 handle 20: \
 				netem delay 1ms reorder 1% loss "$1%" &&
+			tc -n "$3" qdisc replace dev "$4" parent 1:3 handle 30: \
+				netem delay 1ms reorder 1% &&
 			tc -n "$3" filter replace dev "$4" parent 1: protocol ip prio 1 handle 800::1 \
 				u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
-				match u8 0x11 0xff at 28 flowid 1:1 ||
+				match u8 0x11 0xff at 28 flowid 1:1 &&
+			tc -n "$3" filter replace dev "$4" parent 1: protocol ip prio 1 handle 800::2 \
+				u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
+				match u32 0x00000001 0x00ffffff at 32 match u16 0x0015 0xffff at 64 \
+				flowid 1:3 ||
 			ktap_exit_fail_msg "netem on $4"
 	done
 }
 
-# acks_banded NS DEV: the packets DEV sent through lossy_link's ACK band (0 without one).
+# acks_banded NS DEV [HANDLE]: the packets DEV sent through lossy_link's ACK band, or the band
+# whose netem is HANDLE (0 without one).
 acks_banded() {
-	tc -s -n "$1" qdisc show dev "$2" | awk '$1 == "qdisc" {band = ($3 == "10:")}
+	tc -s -n "$1" qdisc show dev "$2" | awk -v h="${3:-10:}" '$1 == "qdisc" {band = ($3 == h)}
 		band && $1 == "Sent" {n = $4; exit} END {print n + 0}'
+}
+
+# dreqs_banded NS DEV: the packets DEV sent through lossy_link's band for the CM's DREQs.
+dreqs_banded() {
+	acks_banded "$1" "$2" 30:
 }
 
 # acks_spared A0 B0 MIN: va and vb each sent at least MIN packets through the ACK band since
