@@ -109,15 +109,19 @@ GUEST_RWDIR="$run_dir" GUEST_TIMEOUT=${GUEST_TIMEOUT:-3600} "$FERROCE_ROOT/scrip
 	"FERROCE_QUICK=$quick $FERROCE_ROOT/scripts/guest-check.sh $results $tree $build" 2>&1 |
 	tee "$run_dir/guest.log" || rc=$?
 if [ "$rc" -ne 0 ]; then
-	echo "fail guest guest/run (the guest run failed: exit $rc)" >>"$results"
+	why=$(crash_reason "$run_dir/guest.log" "$run_dir/crashes")
+	echo "fail guest guest/run (the guest run failed: exit $rc$why)" >>"$results"
 fi
 
 if [ -z "$quick" ]; then
 	timed "interop guests (C rxe and ferroce on one wire)"
 	rc=0
 	"$FERROCE_ROOT/scripts/interop.sh" "$results" 2>&1 | tee "$run_dir/interop.log" || rc=$?
-	if [ "$rc" -ne 0 ] && ! grep -qE '^fail (interop|kernel-log) ' "$results"; then
-		echo "fail interop interop/run (the interop run failed: exit $rc)" >>"$results"
+	if [ "$rc" -ne 0 ]; then
+		why=$(crash_reason "$run_dir/interop.log" "$run_dir/crashes")
+		if [ -n "$why" ] || ! grep -qE '^fail (interop|kernel-log) ' "$results"; then
+			echo "fail interop interop/run (the interop run failed: exit $rc$why)" >>"$results"
+		fi
 	fi
 fi
 
@@ -125,5 +129,10 @@ timed "summary"
 echo "step times:"
 printf '  %s\n' "${times[@]}"
 echo "check took $((SECONDS - start)) s; logs in $run_dir"
+# A dead guest's last words, just above the summary: a log cut short still shows them.
+if [ -s "$run_dir/crashes" ]; then
+	echo "guest consoles, from the kernel's first oops, BUG or panic line on:"
+	sed 's/^/  | /' "$run_dir/crashes"
+fi
 python3 "$FERROCE_ROOT/scripts/check_summary.py" "$results" "$FERROCE_ROOT/scripts/expected-results" \
 	${quick:+--quick}

@@ -26,8 +26,12 @@ build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built 
 # guest runs was never safe), so the guest may cache it (cache=loose: a later rootflags
 # overrides vng's). 9p is forced: vng would pick virtiofs where a virtiofsd is installed, and
 # these flags are 9p's.
+# The console goes to stderr (vng sends it nowhere otherwise) at log level 3: quiet but for
+# critical lines such as "kernel BUG at", and an oops or a panic raises the level and prints in
+# full, so a guest that dies says why (check.sh shows it). The boot's first lines come before the
+# level is parsed.
 opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm
-	--force-9p --append log_buf_len=16M
+	--force-9p --append log_buf_len=16M --verbose --append loglevel=3
 	--append rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose)
 if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
 	echo "guest: KVM" >&2

@@ -237,6 +237,81 @@ class Selftests(unittest.TestCase):
                 self.assertTrue(os.access(os.path.join(st, "ferroce", prog), os.X_OK), prog)
 
 
+def crash_excerpt(log):
+    """lib.sh's crash_excerpt of the console log LOG."""
+    with tempfile.NamedTemporaryFile("w", suffix=".log", newline="") as f:
+        f.write(log)
+        f.flush()
+        r = subprocess.run(["bash", "-c", f'. "{HERE}/lib.sh"; crash_excerpt "$1"', "-", f.name],
+                           capture_output=True, check=True)
+    # Bytes, so that a CR left in is seen.
+    return r.stdout.decode().split("\n")[:-1]
+
+
+def crash_reason(log):
+    """lib.sh's crash_reason of the console log LOG: what it adds to the fail line (raw bytes
+    but for the final newline) and what it appended to the crashes file."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "guest.log"), "w", newline="") as f:
+            f.write(log)
+        r = subprocess.run(["bash", "-c", f'. "{HERE}/lib.sh"; crash_reason "$1" "$2"', "-",
+                            os.path.join(d, "guest.log"), os.path.join(d, "crashes")],
+                           capture_output=True, check=True)
+        crashes = os.path.join(d, "crashes")
+        kept = open(crashes, newline="").read() if os.path.exists(crashes) else ""
+    return r.stdout.decode().removesuffix("\n"), kept
+
+
+class GuestCrash(unittest.TestCase):
+    """A guest whose kernel dies fails the run with the kernel's own words: guest.sh shows the
+    console (quiet until an oops or panic), and crash_excerpt finds them there."""
+
+    def test_the_excerpt_is_the_consoles_from_the_first_oops_on(self):
+        log = ("#   12  ok 1 a test line that says BUG: but is no console line\n"
+               "[   10.100000] rdma_rxe: fer0: added on va\n"
+               "[  100.500000] BUG: kernel NULL pointer dereference, address: 0000000000000008\n"
+               "#   13  a test line between\n"
+               "[  100.700000] RIP: 0010:foo+0x1/0x2\n"
+               "[  100.900000] Kernel panic - not syncing: Fatal exception in interrupt\n")
+        self.assertEqual(crash_excerpt(log), [
+            "[  100.500000] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+            "[  100.700000] RIP: 0010:foo+0x1/0x2",
+            "[  100.900000] Kernel panic - not syncing: Fatal exception in interrupt"])
+
+    def test_a_rust_panic_starts_the_excerpt_and_crs_are_dropped(self):
+        log = ("[   50.000000] rust_kernel: panicked at drivers/infiniband/sw/ferroce/qp.rs:1:2:\r\n"
+               "[   50.000100] Oops: invalid opcode: 0000 [#1] SMP\r\n")
+        self.assertEqual(crash_excerpt(log), [
+            "[   50.000000] rust_kernel: panicked at drivers/infiniband/sw/ferroce/qp.rs:1:2:",
+            "[   50.000100] Oops: invalid opcode: 0000 [#1] SMP"])
+
+    def test_the_fail_line_names_the_first_line_and_the_summary_gets_the_excerpt(self):
+        log = ("[  100.500000] BUG: kernel NULL pointer dereference, address: 0000000000000008\r\n"
+               "[  100.900000] Kernel panic - not syncing: Fatal exception in interrupt\r\n")
+        why, kept = crash_reason(log)
+        self.assertEqual(why, "; its kernel said: BUG: kernel NULL pointer dereference, "
+                              "address: 0000000000000008")
+        self.assertEqual(kept, "guest.log:\n" + log.replace("\r", ""))
+        self.assertEqual(crash_reason("[    1.000000] all well\n"), ("", ""))
+
+    def test_a_log_without_a_death_has_no_excerpt(self):
+        log = ("[    1.000000] rdma_rxe: ferroce 0.2.0 loaded\n"
+               "#   14  Oops: BUG: a test's own words, no console line\n")
+        self.assertEqual(crash_excerpt(log), [])
+
+    def test_a_panicking_guest_exits_255_and_its_console_shows_the_panic(self):
+        cache = os.environ.get("FERROCE_CACHE", "/var/lib/ferroce")
+        self.assertTrue(os.path.exists(os.path.join(cache, "current-build")),
+                        "a built kernel is needed (make kernel)")
+        r = subprocess.run([os.path.join(HERE, "guest.sh"), "echo c >/proc/sysrq-trigger"],
+                           env=dict(os.environ, GUEST_TIMEOUT="300"), capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 255, r.stderr[-2000:])
+        excerpt = crash_excerpt(r.stderr)
+        self.assertTrue(excerpt and "sysrq" in excerpt[0].lower(), r.stderr[-2000:])
+        self.assertTrue(any("Kernel panic" in line for line in excerpt), excerpt)
+
+
 def perftest_figure(output, tool, size, secs=2, mhz=""):
     """What make bench takes from one perftest run's output."""
     r = subprocess.run([os.path.join(HERE, "perftest-figure.sh"), tool, str(size), str(secs), mhz],

@@ -49,7 +49,11 @@ wait "$f_pid" || rc=1
 
 for s in c-rxe ferroce; do
 	echo "--- $s guest"
-	grep -E '^(ok|not ok|#|result:) ' "$work/$s.log" || tail -n 20 "$work/$s.log"
+	# The console's lines apart: a guest whose kernel died gets its excerpt (check.sh's summary
+	# shows the first).
+	grep -E '^(ok|not ok|#|result:) ' "$work/$s.log" ||
+		tail -n 20 "$work/$s.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true
+	crash_excerpt "$work/$s.log"
 done
 # A test passes when both of its sides do.
 n=$(grep -cE '^(ok|not ok) [0-9]+ ' "$work/ferroce.log" || true)

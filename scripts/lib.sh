@@ -53,3 +53,24 @@ build_selftests() {
 		[ -x "$dir/$f" ] || { echo "ferroce: $f was not built in $dir" >&2; return 1; }
 	done
 }
+
+# crash_excerpt LOG: what a guest's console said of its kernel's death (guest.sh shows the console
+# on stderr, quiet until an oops or panic), from the first oops, BUG, Rust panic or kernel panic
+# line on, at most 30 of the console's lines (stamped "[ seconds]", their CRs dropped); nothing
+# when LOG shows none. The console is written a byte at a time into the same pipe as the
+# script's output, so a line may come out split.
+crash_excerpt() {
+	awk '{sub(/\r$/, "")} !/^\[ *[0-9]+\.[0-9]+\] / {next}
+		!n && /(BUG:|Oops|general protection fault|panicked at|Kernel panic|kernel BUG at|Fatal exception)/ {n = 1}
+		n && n++ <= 30' "$1"
+}
+
+# crash_reason LOG CRASHES: "; its kernel said: <first line>" when LOG shows a guest kernel's
+# death, whose excerpt (headed by LOG's name) is appended to the file CRASHES; nothing otherwise.
+crash_reason() {
+	local crash
+	crash=$(crash_excerpt "$1")
+	[ -n "$crash" ] || return 0
+	printf '%s:\n%s\n' "$(basename "$1")" "$crash" >>"$2"
+	echo "; its kernel said: $(echo "$crash" | head -1 | sed 's/^\[[^]]*\] //')"
+}
