@@ -10,6 +10,13 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: $0 '<shell command>'" >&2; exit 2; }
+# QEMU opens each output of the guest (console, the command's stdout and stderr) as a file of its
+# own, truncated, each with an offset of its own: into one regular file they write over each
+# other. So they go through pipes, drained here before this exits.
+if [ -z "${GUEST_PIPED:-}" ] && { [ -f /dev/stdout ] || [ -f /dev/stderr ]; }; then
+	{ GUEST_PIPED=1 "$0" "$@" 2>&1 1>&3 3>&- | cat >&2; } 3>&1 | cat
+	exit
+fi
 step "boot the guest"
 need vng
 need qemu-system-x86_64

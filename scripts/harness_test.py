@@ -300,15 +300,24 @@ class GuestCrash(unittest.TestCase):
         self.assertEqual(crash_excerpt(log), [])
 
     def test_a_panicking_guest_exits_255_and_its_console_shows_the_panic(self):
+        """Into one regular file, as interop.sh keeps each guest's output: the console must not
+        write over the command's lines (QEMU opens each output on its own offset)."""
         cache = os.environ.get("FERROCE_CACHE", "/var/lib/ferroce")
         self.assertTrue(os.path.exists(os.path.join(cache, "current-build")),
                         "a built kernel is needed (make kernel)")
-        r = subprocess.run([os.path.join(HERE, "guest.sh"), "echo c >/proc/sysrq-trigger"],
-                           env=dict(os.environ, GUEST_TIMEOUT="300"), capture_output=True,
-                           text=True)
-        self.assertEqual(r.returncode, 255, r.stderr[-2000:])
-        excerpt = crash_excerpt(r.stderr)
-        self.assertTrue(excerpt and "sysrq" in excerpt[0].lower(), r.stderr[-2000:])
+        cmd = 'for i in $(seq 300); do echo "line $i of the command"; done; echo c >/proc/sysrq-trigger'
+        with tempfile.TemporaryFile("w+", newline="") as out:
+            r = subprocess.run([os.path.join(HERE, "guest.sh"), cmd],
+                               env=dict(os.environ, GUEST_TIMEOUT="300"), stdout=out,
+                               stderr=subprocess.STDOUT)
+            out.seek(0)
+            log = out.read()
+        self.assertEqual(r.returncode, 255, log[-2000:])
+        lines = log.replace("\r", "").split("\n")
+        self.assertEqual([i for i in range(1, 301) if f"line {i} of the command" not in lines], [],
+                         log[-2000:])
+        excerpt = crash_excerpt(log)
+        self.assertTrue(excerpt and "sysrq" in excerpt[0].lower(), log[-2000:])
         self.assertTrue(any("Kernel panic" in line for line in excerpt), excerpt)
 
 
