@@ -12,10 +12,15 @@ set -euo pipefail
 [ $# -eq 1 ] && [ -n "$1" ] || { echo "usage: $0 '<shell command>'" >&2; exit 2; }
 # QEMU opens each output of the guest (console, the command's stdout and stderr) as a file of its
 # own, truncated, each with an offset of its own: into one regular file they write over each
-# other. So they go through pipes, drained here before this exits.
-if [ -z "${GUEST_PIPED:-}" ] && { [ -f /dev/stdout ] || [ -f /dev/stderr ]; }; then
-	{ GUEST_PIPED=1 "$0" "$@" 2>&1 1>&3 3>&- | cat >&2; } 3>&1 | cat
-	exit
+# other. So they go through pipes, drained before this exits (the traps below stay in force).
+if [ -f /dev/stdout ] || [ -f /dev/stderr ]; then
+	exec 3>&1 4>&2
+	exec > >(exec cat >&3 3>&- 4>&-)
+	out_cat=$!
+	exec 2> >(exec cat >&4 3>&- 4>&-)
+	err_cat=$!
+	exec 3>&- 4>&-
+	trap 'rc=$?; exec >&- 2>&-; wait "$out_cat" "$err_cat" || :; exit "$rc"' EXIT
 fi
 step "boot the guest"
 need vng
@@ -56,7 +61,8 @@ pid=$!
 (
 	# Poll, so the watchdog is gone a second after the guest, not when the timeout ends.
 	for ((i = 0; i < timeout; i++)); do
-		sleep 1
+		# Not holding the output pipes: killed with this subshell, it would hold them a second.
+		sleep 1 >/dev/null 2>&1
 		kill -0 "$pid" 2>/dev/null || exit 0
 	done
 	echo "ferroce: step \"run in the guest\" failed: guest timed out after ${timeout} s" >&2
