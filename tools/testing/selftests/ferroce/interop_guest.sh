@@ -144,11 +144,12 @@ sys.exit(said != "done 0")' "$1" >/tmp/interop.log 2>&1 || rc=1
 }
 
 # nvmeof_host PORT: nvme connect -t rdma to the peer's target (retried while it comes up), fio
-# 4 KiB random and 1 MiB sequential writes for up to 10 s each, every 16th block a check of
-# what was written before (crc32c, offset, length; no block written twice); disconnect, unload,
+# 4 KiB random and 1 MiB sequential writes for up to 10 s each, after every 16 (4 KiB) or 4 (1 MiB)
+# blocks a check of those (crc32c, offset, length; no block written twice): at 1 MiB a slow TCG
+# host writes ~16 blocks in the 10 s, and a check every 16th came too late. Disconnect, unload,
 # and report "done RC" to the target on TCP PORT, whatever happened.
 nvmeof_host() {
-	local port=$1 rc=1 d dev="" bs depth rw job
+	local port=$1 rc=1 d dev="" bs depth rw backlog job
 	: >/tmp/interop.log
 	if modprobe nvme_rdma; then
 		for _ in $(seq 90); do
@@ -167,11 +168,11 @@ nvmeof_host() {
 	done
 	[ "$rc" -eq 0 ] && [ -b "$dev" ] || rc=1
 	if [ "$rc" -eq 0 ]; then
-		for job in "4k 16 randwrite" "1M 4 write"; do
-			read -r bs depth rw <<<"$job"
+		for job in "4k 16 randwrite 16" "1M 4 write 4"; do
+			read -r bs depth rw backlog <<<"$job"
 			timeout 150 fio --name="nvmeof-$bs" --filename="$dev" --ioengine=libaio --direct=1 \
 				--rw="$rw" --bs="$bs" --iodepth="$depth" --runtime=10 --verify=crc32c \
-				--verify_backlog=16 --verify_fatal=1 --verify_state_save=0 \
+				--verify_backlog="$backlog" --verify_fatal=1 --verify_state_save=0 \
 				--output-format=json >/tmp/interop.json 2>>/tmp/interop.log || rc=1
 			python3 -c 'import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
