@@ -52,7 +52,7 @@ for s in c-rxe ferroce; do
 	# The console's lines apart: a guest whose kernel died gets its excerpt (check.sh's summary
 	# shows the first).
 	grep -E '^(ok|not ok|#|result:) ' "$work/$s.log" ||
-		tail -n 20 "$work/$s.log" | grep -vE '^\[ *[0-9]+\.[0-9]+\] ' || true
+		tail -n 20 "$work/$s.log" | grep -vE "$CONSOLE_STAMP" || true
 	crash_excerpt "$work/$s.log"
 done
 # A test passes when both of its sides do.

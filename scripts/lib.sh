@@ -54,13 +54,16 @@ build_selftests() {
 	done
 }
 
+# A guest console line's stamp, an extended regular expression (interop.sh sets such lines apart).
+CONSOLE_STAMP='^\[ *[0-9]+\.[0-9]+\] '
+
 # crash_excerpt LOG: what a guest's console said of its kernel's death (guest.sh shows the console
 # on stderr, quiet until an oops or panic), from the first oops, BUG, Rust panic or kernel panic
 # line on, at most 30 of the console's lines (stamped "[ seconds]", their CRs dropped); nothing
 # when LOG shows none. The console is written a byte at a time into the same pipe as the
 # script's output, so a line may come out split.
 crash_excerpt() {
-	awk '{sub(/\r$/, "")} !/^\[ *[0-9]+\.[0-9]+\] / {next}
+	STAMP=$CONSOLE_STAMP awk '{sub(/\r$/, "")} $0 !~ ENVIRON["STAMP"] {next}
 		!n && /(BUG:|Oops|general protection fault|panicked at|Kernel panic|kernel BUG at|Fatal exception)/ {n = 1}
 		n && n++ <= 30' "$1"
 }

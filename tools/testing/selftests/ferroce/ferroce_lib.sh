@@ -193,16 +193,21 @@ lossy_link() {
 	done
 }
 
-# acks_banded NS DEV [HANDLE]: the packets DEV sent through lossy_link's ACK band, or the band
-# whose netem is HANDLE (0 without one).
-acks_banded() {
-	tc -s -n "$1" qdisc show dev "$2" | awk -v h="${3:-10:}" '$1 == "qdisc" {band = ($3 == h)}
+# banded NS DEV HANDLE: the packets DEV sent through lossy_link's band whose netem is HANDLE
+# (0 without one).
+banded() {
+	tc -s -n "$1" qdisc show dev "$2" | awk -v h="$3" '$1 == "qdisc" {band = ($3 == h)}
 		band && $1 == "Sent" {n = $4; exit} END {print n + 0}'
+}
+
+# acks_banded NS DEV: the packets DEV sent through lossy_link's ACK band.
+acks_banded() {
+	banded "$1" "$2" 10:
 }
 
 # dreqs_banded NS DEV: the packets DEV sent through lossy_link's band for the CM's DREQs.
 dreqs_banded() {
-	acks_banded "$1" "$2" 30:
+	banded "$1" "$2" 30:
 }
 
 # acks_spared A0 B0 MIN: va and vb each sent at least MIN packets through the ACK band since
