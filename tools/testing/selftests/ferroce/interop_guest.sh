@@ -191,7 +191,6 @@ sys.exit(j["error"] != 0 or w["io_bytes"] == 0 or r["io_bytes"] == 0)' /tmp/inte
 	return "$rc"
 }
 
-# run N TOOL ARGS...: this side's half of test N.
 # xfer_packets ARGS...: the packets ferroce_xfer's client sends for its -s SIZES (cycled over
 # -n MESSAGES) at -m MTU: one per MTU of payload, at least one.
 xfer_packets() {
@@ -204,6 +203,7 @@ xfer_packets() {
 		for (i = 0; i < n; i++) {x = z[i % k + 1]; p += x > m ? int((x + m - 1) / m) : 1}; print p}'
 }
 
+# run N TOOL ARGS...: this side's half of test N.
 run() {
 	local n=$1 tool=$2 port=$((18600 + $1)) gopt=-x rc g=$gid me=$self them=$peer ce=0 cnps=0
 	shift 2
@@ -220,8 +220,10 @@ run() {
 	if [ "$tool" = xfer ]; then
 		tool=$XFER gopt=-g
 	fi
-	local mine=0 server sent0 rcvd0
-	sent0=$(counter r0 sent_pkts) rcvd0=$(counter r0 rcvd_pkts)
+	local mine=0 server lossy=0 sent0 rcvd0
+	if [[ " $* " == *" --allow-loss "* ]]; then
+		lossy=1 sent0=$(counter r0 sent_pkts) rcvd0=$(counter r0 rcvd_pkts)
+	fi
 	[ "$first" = "$driver" ] && mine=1
 	# Odd tests are served by FIRST_SERVER's side, even ones by the other.
 	if ((n % 2 == 1)); then server=$mine; else server=$((1 - mine)); fi
@@ -278,7 +280,7 @@ run() {
 	# out-of-sequence requests), and UC and UD do not resend. So the sender must have sent
 	# every packet, and the receiver may miss a message only where packets never reached it,
 	# one in nine at most; what arrives is still checked to the byte.
-	if [[ " $* " == *" --allow-loss "* ]]; then
+	if [ "$lossy" = 1 ]; then
 		local want total lost sent rcvd
 		want=$(xfer_packets "$@")
 		sent=$(($(counter r0 sent_pkts) - sent0)) rcvd=$(($(counter r0 rcvd_pkts) - rcvd0))
