@@ -282,7 +282,7 @@ perftest_ok() {
 # memory DRIVER: kernel bytes per RC QP and per MR (scripts/bench-mem.py), once per driver.
 memory() {
 	local res
-	res=$(ip netns exec bn0 python3 "$here/bench-mem.py" r0 "$(gid_index bn0 r0 $ip0)" 200 2>&1 | tail -n 1)
+	res=$(ip netns exec bn0 python3 "$here/bench-mem.py" r0 "$(gid_index bn0 r0 $ip0)" 200 1000 2>&1 | tail -n 1)
 	if echo "$res" | python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null; then
 		printf '{"driver":"%s","test":"memory","result":%s}\n' "$1" "$res" >>"$out"
 		echo "  $1 memory: $res"

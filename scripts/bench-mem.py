@@ -2,16 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0
 """Kernel memory one RC QP and one MR cost on an RDMA device (make bench, in the guest).
 
-  bench-mem.py DEV GID_INDEX COUNT
+  bench-mem.py DEV GID_INDEX QP_COUNT MR_COUNT
 
-Creates COUNT RC QPs (64 send and 64 receive WRs, 1 SGE, moved to INIT), then COUNT MRs of
-4 KiB each, and reads the kernel's memory counters (/proc/meminfo: Slab, VmallocUsed,
-KernelStack, PageTables, Percpu) before and after each; prints one JSON line with the bytes per
-QP and per MR. The MRs' own pages are user memory and not counted.
+Measures MRs (MR_COUNT of 4 KiB each; their pages are user memory and not counted), then QPs
+(QP_COUNT RC QPs, 64 send and 64 receive WRs, 1 SGE, moved to INIT), each kind on its own:
+the kernel's memory counters (/proc/meminfo: Slab, VmallocUsed, KernelStack, PageTables,
+Percpu) before creating them, with them, and after destroying them. Memory freed late by
+what came before (RCU, lazy vmalloc purges) would otherwise be counted against what comes
+after. Prints one JSON line: the bytes per object (with them, less the mean of before and
+after) and the bytes per object still held after destroying them ("left": lazy frees and
+slab slack; a leak shows as a large one).
 """
 
 import json
 import sys
+import time
 
 import pyverbs.enums as e
 from pyverbs.cq import CQ
@@ -33,41 +38,51 @@ def kernel_bytes():
     return sum(vals.values())
 
 
-def settle():
-    # Freed slab objects and vmalloc areas are reclaimed lazily; drop caches for a fair read.
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+def settled_bytes():
+    """Reads the counters after dropping caches, twice with a pause for RCU between."""
+    for _ in range(2):
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        time.sleep(0.5)
+    return kernel_bytes()
+
+
+def measure(create, count):
+    """Bytes per object while `count` of them exist, and per object left once destroyed."""
+    before = settled_bytes()
+    objs = [create() for _ in range(count)]
+    held = settled_bytes()
+    for o in objs:
+        o.close()
+    after = settled_bytes()
+    return (held - (before + after) / 2) / count, (after - before) / count
 
 
 def main():
-    dev, count = sys.argv[1], int(sys.argv[3])
+    dev, qp_count, mr_count = sys.argv[1], int(sys.argv[3]), int(sys.argv[4])
     ctx = Context(name=dev)
     pd = PD(ctx)
     cq = CQ(ctx, 256)
-    settle()
-    base = kernel_bytes()
-    qps = []
-    for _ in range(count):
+
+    def new_mr():
+        return MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+
+    def new_qp():
         cap = QPCap(max_send_wr=64, max_recv_wr=64, max_send_sge=1, max_recv_sge=1)
         qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
         qp.to_init(QPAttr(port_num=1))
-        qps.append(qp)
-    settle()
-    after_qps = kernel_bytes()
-    mrs = []
-    for _ in range(count):
-        mrs.append(MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE))
-    settle()
-    after_mrs = kernel_bytes()
+        return qp
+
+    per_mr, mr_left = measure(new_mr, mr_count)
+    per_qp, qp_left = measure(new_qp, qp_count)
     print(json.dumps({
-        "count": count,
-        "per_qp": (after_qps - base) / count,
-        "per_mr": (after_mrs - after_qps) / count,
+        "qps": qp_count,
+        "mrs": mr_count,
+        "per_qp": per_qp,
+        "qp_left": qp_left,
+        "per_mr": per_mr,
+        "mr_left": mr_left,
     }))
-    for mr in mrs:
-        mr.close()
-    for qp in qps:
-        qp.close()
     cq.close()
     pd.close()
     ctx.close()

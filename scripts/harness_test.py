@@ -450,6 +450,16 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ib_write_bw-q8 65536 B (>= 2.0) | 1500 | n/a | n/a | 0.40 |", md)
         self.assertNotIn("| steady-", md)
 
+    def test_memory_is_per_object_with_what_was_left(self):
+        raw = [json.dumps({"driver": "ferroce", "test": "memory", "result": {
+                   "qps": 200, "mrs": 1000, "per_qp": 50688.4, "qp_left": 12.0,
+                   "per_mr": 901.2, "mr_left": -3.5}}),
+               json.dumps({"driver": "c-rxe", "test": "memory", "result": None,
+                           "failed": "no device"})]
+        md = report(raw)
+        self.assertIn("| ferroce | 50688 | 12 | 901 | -4 | 200, 1000 |", md)
+        self.assertIn("| c-rxe | failed: no device | | | | |", md)
+
 
 NVMET_REPORT = """[  158.922251] WARNING: possible circular locking dependency detected
 [  158.922833] rm/1121 is trying to acquire lock:
