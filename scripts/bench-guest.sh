@@ -316,17 +316,21 @@ profile() {
 	wait "$perfpid" 2>/dev/null
 	p1=$(sent_pkts)
 	w1=$(wire_bytes)
-	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms
-	# Samples per symbol ("pct count [k] symbol"), busiest first; those in the idle loop's halt
-	# or poll are not CPU time spent (the header's count, "10K", was also rounded), and shares
-	# are of the rest.
-	syms=$(perf report -i "$pdata" --stdio --no-children -n --sort sym -q 2>/dev/null |
-		awk '$2 ~ /^[0-9]+$/ && !($3 == "[k]" && $4 ~ /^(pv_)?native_safe_halt$|^acpi_safe_halt$|^default_idle(_call)?$|^acpi_idle_do_entry$|^intel_idle|^mwait_idle|^poll_idle$|^cpu_idle_poll$|^arch_cpu_idle$/)')
+	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms layered
+	# Samples per symbol ("pct count module [k] symbol"), busiest first; those in the idle
+	# loop's halt or poll are not CPU time spent (the header's count, "10K", was also rounded),
+	# and shares are of the rest.
+	syms=$(perf report -i "$pdata" --stdio --no-children -n --sort dso,sym -q 2>/dev/null |
+		awk '$2 ~ /^[0-9]+$/ && !($4 == "[k]" && $5 ~ /^(pv_)?native_safe_halt$|^acpi_safe_halt$|^default_idle(_call)?$|^acpi_idle_do_entry$|^intel_idle|^mwait_idle|^poll_idle$|^cpu_idle_poll$|^arch_cpu_idle$/)' |
+		tr -d '"\\;|')
 	samples=$(echo "$syms" | awk '{s += $2} END {print s + 0}')
-	top=$(echo "$syms" | awk -v all="$samples" 'all > 0 && $2 * 50 >= all {sym = $4; for (i = 5; i <= NF; i++) sym = sym " " $i;
-		printf "%s%s=%.1f%%", sep, sym, 100 * $2 / all; sep = ";"; if (++n == 15) exit}' | tr -d '"\\')
-	printf '{"driver":"%s","mtu":%s,"test":"profile-%s","size":%s,"samples":%s,"hz":999,"pkts":%s,"bytes":%s,"top":"%s"}\n' \
-		"$drv" "$mtu" "$tool" "$size" "${samples:-0}" "$pkts" "$bytes" "$top" >>"$out"
+	top=$(echo "$syms" | awk -v all="$samples" 'all > 0 && $2 * 50 >= all {sym = $5; for (i = 6; i <= NF; i++) sym = sym " " $i;
+		printf "%s%s=%.1f%%", sep, sym, 100 * $2 / all; sep = ";"; if (++n == 15) exit}')
+	# Every symbol, for the report's layers: "count|module|[k]|symbol".
+	layered=$(echo "$syms" | awk '{sym = $5; for (i = 6; i <= NF; i++) sym = sym " " $i;
+		printf "%s%s|%s|%s|%s", sep, $2, $3, $4, sym; sep = ";"}')
+	printf '{"driver":"%s","mtu":%s,"test":"profile-%s","size":%s,"samples":%s,"hz":999,"pkts":%s,"bytes":%s,"top":"%s","syms":"%s"}\n' \
+		"$drv" "$mtu" "$tool" "$size" "${samples:-0}" "$pkts" "$bytes" "$top" "$layered" >>"$out"
 	echo "  $drv profile $tool $size: ${samples:-0} samples, $pkts packets, $bytes bytes"
 	rm -f "$pdata"
 }
@@ -393,6 +397,7 @@ for mtu in $mtus; do
 				if [ "${BENCH_PROFILE:-0}" = 1 ]; then
 					profile "$drv" "$mtu" ib_write_bw 65536
 					profile "$drv" "$mtu" ib_read_bw 65536
+					profile "$drv" "$mtu" ib_send_bw 65536
 					profile "$drv" "$mtu" ib_write_lat 8
 					profile "$drv" "$mtu" ib_atomic_bw 8
 				fi

@@ -53,6 +53,54 @@ for r in rows:
             failures.append(r)
 
 
+# Layers of a profile, first match wins: (name, module pattern, symbol pattern); a symbol
+# sampled in user space has the module "[.]" prefixed to its name by layer_counts().
+LAYERS = [
+    ("driver", r"^\[rdma_rxe\]$", r""),
+    # ferroce's Rust abstractions and their C helpers, built into the kernel.
+    ("driver", r"", r"^(rust_helper_|_R.*6kernel)"),
+    ("ICRC", r"", r"^(crc32|kernel_fpu_)"),
+    ("user space", r"", r"^\[\.\] "),
+    ("RDMA core", r"^\[(ib_core|ib_uverbs|rdma_cm|ib_cm|iw_cm|rdma_ucm)\]$", r""),
+    ("RDMA core", r"", r"^(_|__)?(ib_|rdma_|uverbs_)"),
+    ("copies", r"", r"^(__)?(memcpy|memmove|memset|copy_page|rep_movs|rep_stos|_copy_|copy_user|"
+     r"__copy_|clear_page|skb_copy_bits|skb_store_bits)"),
+    ("allocator", r"", r"^(__|___)?(kmem_cache_|kmalloc|kfree|slab|__slab|kmalloc_|alloc_pages|"
+     r"free_pages|free_unref|get_page_from_freelist|rmqueue|page_frag|pcpu_|put_page|"
+     r"folio_|__folio|mod_objcg|obj_cgroup|__memcg|memcg|refill_obj)"),
+    ("network stack", r"", r"^(__|___)?(ip6?_|ipv6_|udp|veth|netif_|netdev|dev_|sch_|pfifo|qdisc|"
+     r"nf_|skb|kfree_skb|consume_skb|napi|net_rx_action|process_backlog|dst_|fib|rt6_|neigh|"
+     r"eth_|validate_xmit|inet|icmp|sk_|sock_|csum|build_skb|alloc_skb|tcp_|"
+     r"rps_|enqueue_to_backlog|do_xdp|xdp_|bpf_net|gro_|ipt_|nft_)"),
+    ("locks, irq", r"", r"^(_raw_|queued_|native_queued|__local_bh|local_bh|do_softirq|"
+     r"__do_softirq|handle_softirqs|irq_|__irq|sysvec|asm_sysvec|__sysvec)"),
+]
+LAYER_NAMES = list(dict.fromkeys(name for name, _, _ in LAYERS)) + ["other kernel"]
+
+
+def layer_of(module, sym):
+    """The layer of one sampled symbol: `module` as perf names it, `sym` with "[.] " before a
+    user-space one."""
+    for name, mod_re, sym_re in LAYERS:
+        if (not mod_re or re.search(mod_re, module)) and (not sym_re or re.search(sym_re, sym)):
+            return name
+    return "other kernel"
+
+
+def layer_counts(syms):
+    """Samples per layer from a profile's "count|module|[k] or [.]|symbol;..." list."""
+    counts = defaultdict(int)
+    for entry in syms.split(";"):
+        parts = entry.split("|", 3)
+        if len(parts) != 4 or not parts[0].isdigit():
+            continue
+        count, module, where, sym = parts
+        if where == "[.]":
+            sym = "[.] " + sym
+        counts[layer_of(module, sym)] += int(count)
+    return counts
+
+
 def summary(key):
     v = groups.get(key)
     if not v:
@@ -293,6 +341,28 @@ if profiles:
                         for sym, _, pct in (t.rpartition("=") for t in p["top"].split(";")[:8] if t))
         lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | {ms:.0f} | {per_pkt:.1f} | "
                      f"{per_byte:.2f} | {top} |")
+    layered = [p for p in profiles if p.get("syms")]
+    if layered:
+        lines.append("\n### Where the CPU goes, by layer (us per packet sent, % of CPU time)\n")
+        lines.append("Each symbol sampled is put in one layer by its module and name (see "
+                     "`LAYERS` in scripts/bench-report.py). The driver is the rdma_rxe module "
+                     "(either driver's) and, for ferroce, its Rust abstractions in the kernel; "
+                     "the ICRC is the kernel's crc32 (with its FPU save), which both call; user "
+                     "space is every process sampled: perftest's polling and start-up, and the "
+                     "bench's own commands.\n")
+        lines.append("| driver | run | " + " | ".join(LAYER_NAMES) + " |")
+        lines.append("| --- | --- |" + " ---: |" * len(LAYER_NAMES))
+        for p in layered:
+            counts = layer_counts(p["syms"])
+            total = sum(counts.values())
+            ms = p["samples"] * 1000.0 / p["hz"]
+            cells = []
+            for name in LAYER_NAMES:
+                share = counts.get(name, 0) / total if total else 0.0
+                per_pkt = ms * 1000.0 * share / p["pkts"] if p["pkts"] else float("nan")
+                cells.append(f"{per_pkt:.1f} ({100 * share:.0f}%)")
+            lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | "
+                         + " | ".join(cells) + " |")
 
 if incast:
     lines.append("\n## Incast: 3 senders into 1 receiver through a bottleneck, DCQCN off and on\n")

@@ -450,6 +450,29 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ib_write_bw-q8 65536 B (>= 2.0) | 1500 | n/a | n/a | 0.40 |", md)
         self.assertNotIn("| steady-", md)
 
+    def test_a_profile_is_split_into_layers(self):
+        syms = ";".join([
+            "500|[kernel.kallsyms]|[k]|crc32_lsb_pclmul_sse",
+            "200|[rdma_rxe]|[k]|_RNvNtNtCs1_7ferroce2rc3req4pump",
+            "100|[kernel.kallsyms]|[k]|__dev_queue_xmit",
+            "50|[kernel.kallsyms]|[k]|veth_xmit",
+            "50|[kernel.kallsyms]|[k]|skb_copy_bits",
+            "40|[kernel.kallsyms]|[k]|kmem_cache_alloc_node_noprof",
+            "30|[kernel.kallsyms]|[k]|_raw_spin_unlock_irqrestore",
+            "20|librxe-rdmav34.so|[.]|0x000000000001f3ef",
+            "3|[ib_uverbs]|[k]|ib_uverbs_write",
+            "2|[kernel.vmlinux]|[k]|ib_device_get_by_netdev",
+            "5|[kernel.kallsyms]|[k]|schedule",
+            "not a count|x|[k]|y"])
+        prof = {"driver": "ferroce", "mtu": 1500, "test": "profile-ib_write_bw", "size": 65536,
+                "samples": 999, "hz": 999, "pkts": 1000, "bytes": 10**6, "top": "", "syms": syms}
+        md = report([json.dumps(prof)])
+        # 1 s of CPU over 1000 packets: 1000 us a packet, split by the layers' shares.
+        self.assertIn("| driver | run | driver | ICRC | user space | RDMA core | copies | allocator "
+                      "| network stack | locks, irq | other kernel |", md)
+        self.assertIn("| ferroce | ib_write_bw 65536 B | 200.0 (20%) | 500.0 (50%) | 20.0 (2%) | "
+                      "5.0 (0%) | 50.0 (5%) | 40.0 (4%) | 150.0 (15%) | 30.0 (3%) | 5.0 (0%) |", md)
+
     def test_memory_is_per_object_with_what_was_left(self):
         raw = [json.dumps({"driver": "ferroce", "test": "memory", "result": {
                    "qps": 200, "mrs": 1000, "per_qp": 50688.4, "qp_left": 12.0,
