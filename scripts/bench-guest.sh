@@ -317,10 +317,12 @@ profile() {
 	p1=$(sent_pkts)
 	w1=$(wire_bytes)
 	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms layered
+	# The C rxe is loaded from outside /lib/modules: perf finds its symbols by build ID.
+	[ "$drv" != c-rxe ] || perf buildid-cache --add "$c_rxe" >/dev/null 2>&1 || true
 	# Samples per symbol ("pct count module [k] symbol"), busiest first; those in the idle
 	# loop's halt or poll are not CPU time spent (the header's count, "10K", was also rounded),
 	# and shares are of the rest.
-	syms=$(perf report -i "$pdata" --stdio --no-children -n --sort dso,sym -q 2>/dev/null |
+	syms=$(perf report -i "$pdata" --stdio --no-children --no-demangle -n --sort dso,sym -q 2>/dev/null |
 		awk '$2 ~ /^[0-9]+$/ && !($4 == "[k]" && $5 ~ /^(pv_)?native_safe_halt$|^acpi_safe_halt$|^default_idle(_call)?$|^acpi_idle_do_entry$|^intel_idle|^mwait_idle|^poll_idle$|^cpu_idle_poll$|^arch_cpu_idle$/)' |
 		tr -d '"\\;|')
 	samples=$(echo "$syms" | awk '{s += $2} END {print s + 0}')

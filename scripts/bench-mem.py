@@ -5,16 +5,19 @@
   bench-mem.py DEV GID_INDEX QP_COUNT MR_COUNT
 
 Measures MRs (MR_COUNT of 4 KiB each; their pages are user memory and not counted), then QPs
-(QP_COUNT RC QPs, 64 send and 64 receive WRs, 1 SGE, moved to INIT), each kind on its own:
-the kernel's memory counters (/proc/meminfo: Slab, VmallocUsed, KernelStack, PageTables,
-Percpu) before creating them, with them, and after destroying them. Memory freed late by
-what came before (RCU, lazy vmalloc purges) would otherwise be counted against what comes
-after. Prints one JSON line: the bytes per object (with them, less the mean of before and
-after) and the bytes per object still held after destroying them ("left": lazy frees and
-slab slack; a leak shows as a large one).
+(QP_COUNT RC QPs, 64 send and 64 receive WRs, 1 SGE, moved to INIT), each kind on its own, three
+times: the kernel's memory counters (/proc/meminfo: Slab, VmallocUsed, KernelStack, PageTables,
+Percpu) before creating them, with them, and after destroying them, each read with caches
+dropped and every slab cache shrunk (free objects left in partial slabs by an earlier phase
+would otherwise be reused by the next, or counted against it). Prints one JSON line: the median
+bytes per object (with them, less before) and its spread over the three rounds, and the median
+bytes per object still held once they were destroyed ("left": slab slack and late frees; a leak
+shows as a large one).
 """
 
+import glob
 import json
+import statistics
 import sys
 import time
 
@@ -39,23 +42,35 @@ def kernel_bytes():
 
 
 def settled_bytes():
-    """Reads the counters after dropping caches, twice with a pause for RCU between."""
+    """Reads the counters with caches dropped and every slab cache shrunk, after a pause for
+    RCU's deferred frees."""
     for _ in range(2):
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
+        for cache in glob.glob("/sys/kernel/slab/*/shrink"):
+            try:
+                with open(cache, "w") as f:
+                    f.write("1\n")
+            except OSError:
+                pass
         time.sleep(0.5)
     return kernel_bytes()
 
 
-def measure(create, count):
-    """Bytes per object while `count` of them exist, and per object left once destroyed."""
-    before = settled_bytes()
-    objs = [create() for _ in range(count)]
-    held = settled_bytes()
-    for o in objs:
-        o.close()
-    after = settled_bytes()
-    return (held - (before + after) / 2) / count, (after - before) / count
+def measure(create, count, rounds=3):
+    """Median bytes per object while `count` of them exist (over `rounds`), the spread of that
+    figure, and the median per object left once they are destroyed."""
+    held, left = [], []
+    for _ in range(rounds):
+        before = settled_bytes()
+        objs = [create() for _ in range(count)]
+        with_them = settled_bytes()
+        for o in objs:
+            o.close()
+        after = settled_bytes()
+        held.append((with_them - before) / count)
+        left.append((after - before) / count)
+    return statistics.median(held), min(held), max(held), statistics.median(left)
 
 
 def main():
@@ -73,14 +88,16 @@ def main():
         qp.to_init(QPAttr(port_num=1))
         return qp
 
-    per_mr, mr_left = measure(new_mr, mr_count)
-    per_qp, qp_left = measure(new_qp, qp_count)
+    per_mr, mr_min, mr_max, mr_left = measure(new_mr, mr_count)
+    per_qp, qp_min, qp_max, qp_left = measure(new_qp, qp_count)
     print(json.dumps({
         "qps": qp_count,
         "mrs": mr_count,
         "per_qp": per_qp,
+        "qp_spread": [qp_min, qp_max],
         "qp_left": qp_left,
         "per_mr": per_mr,
+        "mr_spread": [mr_min, mr_max],
         "mr_left": mr_left,
     }))
     cq.close()

@@ -455,7 +455,8 @@ class BenchFigures(unittest.TestCase):
             "500|[kernel.kallsyms]|[k]|crc32_lsb_pclmul_sse",
             "200|[rdma_rxe]|[k]|_RNvNtNtCs1_7ferroce2rc3req4pump",
             "100|[kernel.kallsyms]|[k]|__dev_queue_xmit",
-            "50|[kernel.kallsyms]|[k]|veth_xmit",
+            "40|[kernel.kallsyms]|[k]|veth_xmit",
+            "10|[kernel.kallsyms]|[k]|__kfree_skb",
             "50|[kernel.kallsyms]|[k]|skb_copy_bits",
             "40|[kernel.kallsyms]|[k]|kmem_cache_alloc_node_noprof",
             "30|[kernel.kallsyms]|[k]|_raw_spin_unlock_irqrestore",
@@ -468,19 +469,19 @@ class BenchFigures(unittest.TestCase):
                 "samples": 999, "hz": 999, "pkts": 1000, "bytes": 10**6, "top": "", "syms": syms}
         md = report([json.dumps(prof)])
         # 1 s of CPU over 1000 packets: 1000 us a packet, split by the layers' shares.
-        self.assertIn("| driver | run | driver | ICRC | user space | RDMA core | copies | allocator "
-                      "| network stack | locks, irq | other kernel |", md)
+        self.assertIn("| driver | run | driver | ICRC | user space | RDMA core | copies "
+                      "| network stack | allocator | interrupts back on | other kernel |", md)
         self.assertIn("| ferroce | ib_write_bw 65536 B | 200.0 (20%) | 500.0 (50%) | 20.0 (2%) | "
-                      "5.0 (0%) | 50.0 (5%) | 40.0 (4%) | 150.0 (15%) | 30.0 (3%) | 5.0 (0%) |", md)
+                      "5.0 (0%) | 50.0 (5%) | 150.0 (15%) | 40.0 (4%) | 30.0 (3%) | 5.0 (0%) |", md)
 
     def test_memory_is_per_object_with_what_was_left(self):
         raw = [json.dumps({"driver": "ferroce", "test": "memory", "result": {
-                   "qps": 200, "mrs": 1000, "per_qp": 50688.4, "qp_left": 12.0,
-                   "per_mr": 901.2, "mr_left": -3.5}}),
+                   "qps": 200, "mrs": 1000, "per_qp": 50688.4, "qp_spread": [50100, 51003.9],
+                   "qp_left": 12.0, "per_mr": 901.2, "mr_spread": [880, 920], "mr_left": -3.5}}),
                json.dumps({"driver": "c-rxe", "test": "memory", "result": None,
                            "failed": "no device"})]
         md = report(raw)
-        self.assertIn("| ferroce | 50688 | 12 | 901 | -4 | 200, 1000 |", md)
+        self.assertIn("| ferroce | 50688 (50100-51004) | 12 | 901 (880-920) | -4 | 200, 1000 |", md)
         self.assertIn("| c-rxe | failed: no device | | | | |", md)
 
 
