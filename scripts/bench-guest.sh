@@ -319,18 +319,15 @@ profile() {
 	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms layered
 	# The C rxe is loaded from outside /lib/modules: perf finds its symbols by build ID.
 	[ "$drv" != c-rxe ] || perf buildid-cache --add "$c_rxe" >/dev/null 2>&1 || true
-	# Samples per symbol ("pct count module [k] symbol"), busiest first; those in the idle
-	# loop's halt or poll are not CPU time spent (the header's count, "10K", was also rounded),
-	# and shares are of the rest.
+	# Samples per symbol, busiest first, idle left out (scripts/perf-symbols.sh); shares are
+	# of the rest (the header's count, "10K", was also rounded). Every symbol goes to the
+	# report's layers; the top ones name themselves.
 	syms=$(perf report -i "$pdata" --stdio --no-children --no-demangle -n --sort dso,sym -q 2>/dev/null |
-		awk '$2 ~ /^[0-9]+$/ && !($4 == "[k]" && $5 ~ /^(pv_)?native_safe_halt$|^acpi_safe_halt$|^default_idle(_call)?$|^acpi_idle_do_entry$|^intel_idle|^mwait_idle|^poll_idle$|^cpu_idle_poll$|^arch_cpu_idle$/)' |
-		tr -d '"\\;|')
-	samples=$(echo "$syms" | awk '{s += $2} END {print s + 0}')
-	top=$(echo "$syms" | awk -v all="$samples" 'all > 0 && $2 * 50 >= all {sym = $5; for (i = 6; i <= NF; i++) sym = sym " " $i;
-		printf "%s%s=%.1f%%", sep, sym, 100 * $2 / all; sep = ";"; if (++n == 15) exit}')
-	# Every symbol, for the report's layers: "count|module|[k]|symbol".
-	layered=$(echo "$syms" | awk '{sym = $5; for (i = 6; i <= NF; i++) sym = sym " " $i;
-		printf "%s%s|%s|%s|%s", sep, $2, $3, $4, sym; sep = ";"}')
+		"$here/perf-symbols.sh")
+	samples=$(echo "$syms" | awk -F'|' '{s += $1} END {print s + 0}')
+	top=$(echo "$syms" | awk -F'|' -v all="$samples" 'all > 0 && $1 * 50 >= all {
+		printf "%s%s=%.1f%%", sep, $4, 100 * $1 / all; sep = ";"; if (++n == 15) exit}')
+	layered=$(echo "$syms" | paste -sd ';')
 	printf '{"driver":"%s","mtu":%s,"test":"profile-%s","size":%s,"samples":%s,"hz":999,"pkts":%s,"bytes":%s,"top":"%s","syms":"%s"}\n' \
 		"$drv" "$mtu" "$tool" "$size" "${samples:-0}" "$pkts" "$bytes" "$top" "$layered" >>"$out"
 	echo "  $drv profile $tool $size: ${samples:-0} samples, $pkts packets, $bytes bytes"

@@ -450,6 +450,24 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ib_write_bw-q8 65536 B (>= 2.0) | 1500 | n/a | n/a | 0.40 |", md)
         self.assertNotIn("| steady-", md)
 
+    def test_perfs_report_becomes_one_line_per_symbol(self):
+        out = ("# Samples: 10K of event 'cpu-clock'\n"
+               "    15.10%           984  [kernel.vmlinux]      [k] crc32_lsb_pclmul_sse\n"
+               "    50.00%          3000  [kernel.vmlinux]      [k] pv_native_safe_halt\n"
+               "     3.00%           200  [rdma_rxe]            [k] _RNvNtNtCs_7ferroce2rc3req4pump\n"
+               "     1.00%            60  [unknown]             [.] \"odd;sym|x\" with spaces\n"
+               "     0.50%            30  perftest (deleted)    [.] main\n"
+               "     0.10%             6  [kernel.vmlinux]      [k] default_idle_call\n"
+               "\n")
+        r = subprocess.run([os.path.join(HERE, "perf-symbols.sh")], input=out,
+                           capture_output=True, text=True, check=True)
+        # The idle loop is not CPU time; names keep their spaces and lose the separators.
+        self.assertEqual(r.stdout.splitlines(), [
+            "984|[kernel.vmlinux]|[k]|crc32_lsb_pclmul_sse",
+            "200|[rdma_rxe]|[k]|_RNvNtNtCs_7ferroce2rc3req4pump",
+            "60|[unknown]|[.]|oddsymx with spaces",
+            "30|perftest (deleted)|[.]|main"])
+
     def test_a_profile_is_split_into_layers(self):
         syms = ";".join([
             "500|[kernel.kallsyms]|[k]|crc32_lsb_pclmul_sse",
