@@ -105,6 +105,27 @@ def layer_counts(syms):
     return counts
 
 
+def shared_cost_bounds(kernel):
+    """Table rows, per profiled run both drivers have: kernel us per packet (user space left
+    out), each driver's own (its module and the work counted where interrupts come back on),
+    ferroce's shared rest, and the C rxe's kernel time over that rest."""
+    own = ("driver", "interrupts back on")
+    rows = []
+    for (drv, run, size), us in sorted(kernel.items()):
+        other = kernel.get(("c-rxe", run, size))
+        if drv != "ferroce" or other is None:
+            continue
+        f_total = sum(v for k, v in us.items() if k != "user space")
+        c_total = sum(v for k, v in other.items() if k != "user space")
+        f_own = sum(us[k] for k in own)
+        c_own = sum(other[k] for k in own)
+        shared = f_total - f_own
+        bound = f"{c_total / shared:.2f}" if shared > 0 else "n/a"
+        rows.append(f"| {run} {size} B | {f_total:.1f} | {c_total:.1f} | {f_own:.1f} | "
+                    f"{c_own:.1f} | {shared:.1f} | {bound} |")
+    return rows
+
+
 def summary(key):
     v = groups.get(key)
     if not v:
@@ -365,17 +386,35 @@ if profiles:
                      "\"interrupts back on\": compare the driver with that column added.\n")
         lines.append("| driver | run | " + " | ".join(LAYER_NAMES) + " |")
         lines.append("| --- | --- |" + " ---: |" * len(LAYER_NAMES))
+        kernel = {}
         for p in layered:
             counts = layer_counts(p["syms"])
             total = sum(counts.values())
             ms = p["samples"] * 1000.0 / p["hz"]
             cells = []
+            us = {}
             for name in LAYER_NAMES:
                 share = counts.get(name, 0) / total if total else 0.0
                 per_pkt = ms * 1000.0 * share / p["pkts"] if p["pkts"] else float("nan")
+                us[name] = per_pkt
                 cells.append(f"{per_pkt:.1f} ({100 * share:.0f}%)")
+            if p["pkts"]:
+                kernel[(p["driver"], p["test"][8:], p["size"])] = us
             lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | "
                          + " | ".join(cells) + " |")
+        bounds = shared_cost_bounds(kernel)
+        if bounds:
+            lines.append("\nKernel time per packet, and what it would be for ferroce with no "
+                         "cost of its own (its driver and \"interrupts back on\" columns at "
+                         "zero): the other layers are the stack's, the ICRC's and the kernel's, "
+                         "paid by both drivers alike, and bound the ratio a driver alone can "
+                         "reach where the kernel's time per packet sets the rate (both CPUs "
+                         "busy in the CPU table; a run with a CPU to spare is not bound by "
+                         "it).\n")
+            lines.append("| run | ferroce us | C rxe us | ferroce's own us | C rxe's own us | "
+                         "shared us (ferroce) | C rxe / shared |")
+            lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+            lines.extend(bounds)
 
 if incast:
     lines.append("\n## Incast: 3 senders into 1 receiver through a bottleneck, DCQCN off and on\n")

@@ -492,6 +492,23 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ferroce | ib_write_bw 65536 B | 200.0 (20%) | 500.0 (50%) | 20.0 (2%) | "
                       "5.0 (0%) | 50.0 (5%) | 150.0 (15%) | 40.0 (4%) | 30.0 (3%) | 5.0 (0%) |", md)
 
+    def test_the_costs_both_drivers_pay_bound_the_ratio(self):
+        def prof(drv, syms):
+            return json.dumps({"driver": drv, "mtu": 1500, "test": "profile-ib_write_bw",
+                               "size": 65536, "samples": 999, "hz": 999, "pkts": 1000,
+                               "bytes": 10**6, "top": "", "syms": ";".join(syms)})
+        # 1 s over 1000 packets: each sample is 1 us a packet.
+        md = report([
+            prof("ferroce", ["300|[rdma_rxe]|[k]|pump", "100|[kernel.vmlinux]|[k]|_raw_spin_unlock",
+                             "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]),
+            prof("c-rxe", ["100|[rdma_rxe]|[k]|0x1f3", "300|[kernel.vmlinux]|[k]|_raw_spin_unlock",
+                           "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"])])
+        # Kernel (user space left out) 800 each; ferroce's own 400, leaving 400 shared; the C
+        # rxe's 800 over that is 2.00.
+        self.assertIn("| ib_write_bw 65536 B | 800.0 | 800.0 | 400.0 | 400.0 | 400.0 | 2.00 |", md)
+        # A run only one driver has gives no row.
+        self.assertNotIn("| ib_read_bw 65536 B | ", md)
+
     def test_memory_is_per_object_with_what_was_left(self):
         raw = [json.dumps({"driver": "ferroce", "test": "memory", "result": {
                    "qps": 200, "mrs": 1000, "per_qp": 50688.4, "qp_spread": [50100, 51003.9],
