@@ -17,6 +17,7 @@ shows as a large one).
 
 import glob
 import json
+import os
 import statistics
 import sys
 import time
@@ -41,9 +42,12 @@ def kernel_bytes():
     return sum(vals.values())
 
 
+SHRUNK = set()
+
+
 def settled_bytes():
-    """Reads the counters with caches dropped and every slab cache shrunk, after a pause for
-    RCU's deferred frees."""
+    """Reads the counters with caches dropped and every slab cache shrunk (the ones shrunk are
+    counted in SHRUNK), after a pause for RCU's deferred frees."""
     for _ in range(2):
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
@@ -51,6 +55,7 @@ def settled_bytes():
             try:
                 with open(cache, "w") as f:
                     f.write("1\n")
+                SHRUNK.add(os.path.realpath(cache))
             except OSError:
                 pass
         time.sleep(0.5)
@@ -99,6 +104,7 @@ def main():
         "per_mr": per_mr,
         "mr_spread": [mr_min, mr_max],
         "mr_left": mr_left,
+        "slab_caches_shrunk": len(SHRUNK),
     }))
     cq.close()
     pd.close()

@@ -492,22 +492,24 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ferroce | ib_write_bw 65536 B | 200.0 (20%) | 500.0 (50%) | 20.0 (2%) | "
                       "5.0 (0%) | 50.0 (5%) | 150.0 (15%) | 40.0 (4%) | 30.0 (3%) | 5.0 (0%) |", md)
 
-    def test_the_costs_both_drivers_pay_bound_the_ratio(self):
-        def prof(drv, syms):
-            return json.dumps({"driver": drv, "mtu": 1500, "test": "profile-ib_write_bw",
+    def test_ferroces_own_cost_is_set_beside_the_measured_ratio(self):
+        def prof(drv, syms, test="ib_write_bw"):
+            return json.dumps({"driver": drv, "mtu": 1500, "test": "profile-" + test,
                                "size": 65536, "samples": 999, "hz": 999, "pkts": 1000,
                                "bytes": 10**6, "top": "", "syms": ";".join(syms)})
-        # 1 s over 1000 packets: each sample is 1 us a packet.
-        md = report([
-            prof("ferroce", ["300|[rdma_rxe]|[k]|pump", "100|[kernel.vmlinux]|[k]|_raw_spin_unlock",
-                             "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]),
-            prof("c-rxe", ["100|[rdma_rxe]|[k]|0x1f3", "300|[kernel.vmlinux]|[k]|_raw_spin_unlock",
-                           "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"])])
-        # Kernel (user space left out) 800 each; ferroce's own 400, leaving 400 shared; the C
-        # rxe's 800 over that is 2.00.
-        self.assertIn("| ib_write_bw 65536 B | 800.0 | 800.0 | 400.0 | 400.0 | 400.0 | 2.00 |", md)
-        # A run only one driver has gives no row.
-        self.assertNotIn("| ib_read_bw 65536 B | ", md)
+        f = ["300|[rdma_rxe]|[k]|pump", "100|[kernel.vmlinux]|[k]|_raw_spin_unlock",
+             "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]
+        c = ["100|[rdma_rxe]|[k]|0x1f3", "300|[kernel.vmlinux]|[k]|_raw_spin_unlock",
+             "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]
+        md = report([prof("ferroce", f), prof("c-rxe", c),
+                     prof("ferroce", f, "ib_write_lat"), prof("c-rxe", c, "ib_write_lat"),
+                     bw_row("ferroce", "ib_write_bw", 0.3), bw_row("c-rxe", "ib_write_bw", 0.2)])
+        # 1 s over 1000 packets: a sample is 1 us a packet. Kernel (user space left out) 800
+        # each; ferroce's own 400 leaves 400 (2.00), its module alone 300 leaves 500 (1.60).
+        self.assertIn("| ib_write_bw 65536 B | 800.0 | 800.0 | 400.0 | 400.0 | 2.00 (1.60) | "
+                      "1.50 |", md)
+        # A latency run gets no row: kernel time per packet does not set it alone.
+        self.assertNotIn("| ib_write_lat 65536 B | 800.0", md)
 
     def test_memory_is_per_object_with_what_was_left(self):
         raw = [json.dumps({"driver": "ferroce", "test": "memory", "result": {
