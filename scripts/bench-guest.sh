@@ -317,8 +317,6 @@ profile() {
 	p1=$(sent_pkts)
 	w1=$(wire_bytes)
 	local pkts=$((p1 - p0)) bytes=$((w1 - w0)) samples top syms layered
-	# The C rxe is loaded from outside /lib/modules: perf finds its symbols by build ID.
-	[ "$drv" != c-rxe ] || perf buildid-cache --add "$c_rxe" >/dev/null 2>&1 || true
 	# Samples per symbol, busiest first, idle left out (scripts/perf-symbols.sh); shares are
 	# of the rest (the header's count, "10K", was also rounded). Every symbol goes to the
 	# report's layers; the top ones name themselves.
