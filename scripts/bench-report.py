@@ -105,31 +105,6 @@ def layer_counts(syms):
     return counts
 
 
-def own_cost_rows(kernel, measured):
-    """Table rows, per profiled run both drivers have: kernel us per packet (user space left
-    out), each driver's own (its module, and the work counted where interrupts come back on),
-    the C rxe's kernel time over ferroce's without its own (with only its module left out),
-    and the measured ratio."""
-    rows = []
-    for (drv, run, size), us in sorted(kernel.items()):
-        other = kernel.get(("c-rxe", run, size))
-        # A rate only: a latency run is not set by kernel time per packet alone.
-        if drv != "ferroce" or other is None or not run.endswith("_bw"):
-            continue
-        f_total = sum(v for k, v in us.items() if k != "user space")
-        c_total = sum(v for k, v in other.items() if k != "user space")
-        f_own = us["driver"] + us["interrupts back on"]
-        c_own = other["driver"] + other["interrupts back on"]
-
-        def over(rest):
-            return f"{c_total / rest:.2f}" if rest > 0 else "n/a"
-        ratio = measured(run, size)
-        rows.append(f"| {run} {size} B | {f_total:.1f} | {c_total:.1f} | {f_own:.1f} | "
-                    f"{c_own:.1f} | {over(f_total - f_own)} ({over(f_total - us['driver'])}) | "
-                    f"{ratio} |")
-    return rows
-
-
 def summary(key):
     v = groups.get(key)
     if not v:
@@ -149,6 +124,31 @@ def ratio(a, b):
     if a is None or b is None or b[0] == 0:
         return "n/a"
     return f"{a[0] / b[0]:.2f}"
+
+
+def own_cost_rows(kernel):
+    """Table rows, per profiled run both drivers have: kernel us per packet (user space left
+    out), each driver's own (its module, and the work counted where interrupts come back on),
+    the C rxe's kernel time over ferroce's without its own (with only its module left out),
+    and the measured ratio."""
+    rows = []
+    for (drv, mtu, run, size), us in sorted(kernel.items()):
+        other = kernel.get(("c-rxe", mtu, run, size))
+        # A rate only: a latency run is not set by kernel time per packet alone.
+        if drv != "ferroce" or other is None or not run.endswith("_bw"):
+            continue
+        f_total = sum(v for k, v in us.items() if k != "user space")
+        c_total = sum(v for k, v in other.items() if k != "user space")
+        f_own = us["driver"] + us["interrupts back on"]
+        c_own = other["driver"] + other["interrupts back on"]
+
+        def over(rest):
+            return f"{c_total / rest:.2f}" if rest > 0 else "n/a"
+        measured = ratio(summary(("ferroce", mtu, run, size)), summary(("c-rxe", mtu, run, size)))
+        rows.append(f"| {run} {size} B | {f_total:.1f} | {c_total:.1f} | {f_own:.1f} | "
+                    f"{c_own:.1f} | {over(f_total - f_own)} ({over(f_total - us['driver'])}) | "
+                    f"{measured} |")
+    return rows
 
 
 def ratio_if_run(mtu, t, size):
@@ -407,15 +407,11 @@ if profiles:
                 us[name] = per_pkt
                 cells.append(f"{per_pkt:.1f} ({100 * share:.0f}%)")
             if p["pkts"]:
-                kernel[(p["driver"], p["test"][8:], p["size"])] = us
+                kernel[(p["driver"], p["mtu"], p["test"][8:], p["size"])] = us
             lines.append(f"| {p['driver']} | {p['test'][8:]} {p['size']} B | "
                          + " | ".join(cells) + " |")
-        def measured(run, size):
-            mtu = next((p["mtu"] for p in layered), None)
-            f, c = summary(("ferroce", mtu, run, size)), summary(("c-rxe", mtu, run, size))
-            return f"{f[0] / c[0]:.2f}" if f and c and c[0] else "n/a"
 
-        own = own_cost_rows(kernel, measured)
+        own = own_cost_rows(kernel)
         if own:
             lines.append("\nKernel time per packet for each driver, each driver's own share "
                          "(its module and \"interrupts back on\"), and the C rxe's kernel "

@@ -344,6 +344,14 @@ def bw_row(drv, test, value, failed=None):
     return json.dumps(r)
 
 
+def profile_row(drv, syms, test="ib_write_bw"):
+    """One raw JSON line of a 64 KiB profile at MTU 1500: 999 samples at 999 Hz over 1000
+    packets, so a sample is 1 us a packet; SYMS are its "count|module|[k]|symbol" entries."""
+    return json.dumps({"driver": drv, "mtu": 1500, "test": "profile-" + test, "size": 65536,
+                       "samples": 999, "hz": 999, "pkts": 1000, "bytes": 10**6, "top": "",
+                       "syms": ";".join(syms)})
+
+
 def report(raw):
     """bench-report.py's Markdown for the raw JSON lines RAW."""
     with tempfile.TemporaryDirectory() as d:
@@ -469,7 +477,7 @@ class BenchFigures(unittest.TestCase):
             "30|perftest (deleted)|[.]|main"])
 
     def test_a_profile_is_split_into_layers(self):
-        syms = ";".join([
+        syms = [
             "500|[kernel.kallsyms]|[k]|crc32_lsb_pclmul_sse",
             "200|[rdma_rxe]|[k]|_RNvNtNtCs1_7ferroce2rc3req4pump",
             "100|[kernel.kallsyms]|[k]|__dev_queue_xmit",
@@ -482,10 +490,8 @@ class BenchFigures(unittest.TestCase):
             "3|[ib_uverbs]|[k]|ib_uverbs_write",
             "2|[kernel.vmlinux]|[k]|ib_device_get_by_netdev",
             "5|[kernel.kallsyms]|[k]|schedule",
-            "not a count|x|[k]|y"])
-        prof = {"driver": "ferroce", "mtu": 1500, "test": "profile-ib_write_bw", "size": 65536,
-                "samples": 999, "hz": 999, "pkts": 1000, "bytes": 10**6, "top": "", "syms": syms}
-        md = report([json.dumps(prof)])
+            "not a count|x|[k]|y"]
+        md = report([profile_row("ferroce", syms)])
         # 1 s of CPU over 1000 packets: 1000 us a packet, split by the layers' shares.
         self.assertIn("| driver | run | driver | ICRC | user space | RDMA core | copies "
                       "| network stack | allocator | interrupts back on | other kernel |", md)
@@ -493,16 +499,13 @@ class BenchFigures(unittest.TestCase):
                       "5.0 (0%) | 50.0 (5%) | 150.0 (15%) | 40.0 (4%) | 30.0 (3%) | 5.0 (0%) |", md)
 
     def test_ferroces_own_cost_is_set_beside_the_measured_ratio(self):
-        def prof(drv, syms, test="ib_write_bw"):
-            return json.dumps({"driver": drv, "mtu": 1500, "test": "profile-" + test,
-                               "size": 65536, "samples": 999, "hz": 999, "pkts": 1000,
-                               "bytes": 10**6, "top": "", "syms": ";".join(syms)})
         f = ["300|[rdma_rxe]|[k]|pump", "100|[kernel.vmlinux]|[k]|_raw_spin_unlock",
              "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]
         c = ["100|[rdma_rxe]|[k]|0x1f3", "300|[kernel.vmlinux]|[k]|_raw_spin_unlock",
              "400|[kernel.vmlinux]|[k]|crc32_le", "200|perftest|[.]|poll"]
-        md = report([prof("ferroce", f), prof("c-rxe", c),
-                     prof("ferroce", f, "ib_write_lat"), prof("c-rxe", c, "ib_write_lat"),
+        md = report([profile_row("ferroce", f), profile_row("c-rxe", c),
+                     profile_row("ferroce", f, "ib_write_lat"),
+                     profile_row("c-rxe", c, "ib_write_lat"),
                      bw_row("ferroce", "ib_write_bw", 0.3), bw_row("c-rxe", "ib_write_bw", 0.2)])
         # 1 s over 1000 packets: a sample is 1 us a packet. Kernel (user space left out) 800
         # each; ferroce's own 400 leaves 400 (2.00), its module alone 300 leaves 500 (1.60).
