@@ -430,19 +430,22 @@ if incast:
     lines.append("\n## Incast: 3 senders into 1 receiver through a bottleneck, DCQCN off and on\n")
     lines.append("tools/testing/selftests/ferroce/ferroce_incast.sh: RDMA WRITEs (every byte checked) "
                  "through tbf + RED (marks ECN-capable packets, drops the rest), an 8-byte "
-                 "ib_write_lat probe sharing the queue; go-back-N = sequence NAKs + ACK timeouts; "
+                 "ib_write_lat probe sharing the queue; RED's backlog sampled while every sender "
+                 "ran; go-back-N = sequence NAKs + ACK timeouts; "
                  "DCQCN off sends a third of the messages.\n")
     lines.append("| DCQCN | bottleneck | drops | CE marks | go-back-N | goodput Mb/s | Jain | "
-                 "probe median us | probe p99 us | per sender Mb/s in the first 20 s |")
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+                 "probe median us | probe p99 us | backlog median B | backlog p90 B | "
+                 "per sender Mb/s in the first 20 s |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in incast:
         if "failed" in r:
-            lines.append(f"| failed: {r['failed']} | | | | | | | | | |")
+            lines.append(f"| failed: {r['failed']} | | | | | | | | | | | |")
             continue
         lines.append(f"| {r['dcqcn']} | {r['bottleneck']} | {r['drops']} | {r['marked']} | "
                      f"{r['resends']} | {r['goodput_mbps']:.2f} | "
                      f"{'n/a' if r['jain'] is None else format(r['jain'], '.3f')} | "
                      f"{format(r['median_us'], '.0f') if 'median_us' in r else 'n/a'} | {r['p99_us']:.0f} | "
+                     f"{r.get('backlog_median_b', 'n/a')} | {r.get('backlog_p90_b', 'n/a')} | "
                      f"{r['senders_mbps']} |")
 
 if micro:

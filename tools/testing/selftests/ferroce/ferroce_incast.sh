@@ -13,10 +13,11 @@
 # ECN-capable and RED drops them, which go-back-N resends. Reported as a table: bottleneck drops
 # and marks, go-back-N rounds (sequence NAKs and ACK timeouts), aggregate goodput, Jain's
 # fairness index over the senders (their bytes delivered within the first MARK seconds, a
-# window all share), and the probe's median and 99th percentile latency. Required with DCQCN on:
-# at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99 than off, a
-# probe median round trip under RED's upper threshold; every byte checked by ferroce_xfer in both
-# runs.
+# window all share), the probe's median and 99th percentile latency, and RED's backlog sampled
+# about five times a second while every sender runs (median and 90th percentile). Required with
+# DCQCN on: at least 10x fewer drops per message than off, fairness >= 0.9, a lower probe p99
+# than off, a median backlog under RED's upper threshold; every byte checked by ferroce_xfer in
+# both runs.
 #
 # TCG is slow: the bottleneck is well below what the senders can send together, so the qdisc,
 # not the CPU, sets the pace; DCQCN is set for that fabric (see DCQCN below).
@@ -57,6 +58,7 @@ ktap_set_plan 7
 cleanup() {
 	local ns d
 	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
+	[ -n "${BACKLOG:-}" ] && touch "$LOG.stop" && wait "$BACKLOG" 2>/dev/null
 	for ns in $HOSTS $R $SW; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
 	done
@@ -229,6 +231,26 @@ probe_figure() {
 	awk -v c="$1" '$1 == 8 && $2 ~ /^[0-9]+$/ {print $c; exit}' "$LOG.lat_cli"
 }
 
+# backlog_sampler STOP: RED's backlog in bytes, about five times a second until the file STOP
+# exists, a line each into $LOG.backlog. One tc takes every request from a pipe: a tc started
+# for each reading took seconds under TCG while the senders ran.
+backlog_sampler() {
+	while [ ! -e "$1" ]; do
+		echo "qdisc show dev ur"
+		sleep 0.2
+	done | tc -s -j -n "$SW" -batch - 2>/dev/null |
+		awk '{i = index($0, "\"kind\":\"red\""); if (!i) next; s = substr($0, i)
+			if (match(s, /"backlog":[0-9]+/)) print substr(s, RSTART + 10, RLENGTH - 10)}' \
+			>"$LOG.backlog"
+}
+
+# backlog_figures: the samples' count, median and 90th percentile, in bytes.
+backlog_figures() {
+	sort -n "$LOG.backlog" | awk '{v[NR] = $1}
+		END {n = int(NR * 0.9); if (n < NR * 0.9) n++
+			if (NR) print NR, v[int((NR + 1) / 2)], v[n]; else print 0, "-", "-"}'
+}
+
 # incast ON MESSAGES: one run; fills RUN_* with its figures. Fails if a transfer fails
 # (ferroce_xfer checks every byte) or the probe reports nothing.
 incast() {
@@ -270,14 +292,23 @@ incast() {
 		done) >>"$LOG.samples" &
 		SAMPLER=$!
 	fi
-	# The probe starts once the queue has filled.
+	# The probe and the backlog's samples start once the queue has filled; the samples stop when
+	# the first sender is done.
 	sleep 3
+	rm -f "$LOG.stop"
+	backlog_sampler "$LOG.stop" &
+	BACKLOG=$!
 	probe "${pids[@]:$SENDERS}" || rc=1
+	while kill -0 "${pids[@]:$SENDERS}" 2>/dev/null; do sleep 0.5; done
+	touch "$LOG.stop"
+	wait "$BACKLOG"
+	BACKLOG=
 	for k in "${pids[@]}"; do
 		wait "$k" || rc=1
 	done
 	[ -n "${SAMPLER:-}" ] && kill "$SAMPLER" 2>/dev/null
 	SAMPLER=
+	read -r RUN_SAMPLES RUN_QMEDIAN RUN_QP90 < <(backlog_figures)
 	RUN_DROPS=$(red_stat dropped) RUN_MARKED=$(red_stat marked)
 	RUN_RESENDS=$(($(resends) - resends0))
 	# Each sender's Mb/s within the first MARK seconds, which all share (the bytes its
@@ -293,6 +324,7 @@ incast() {
 		END {if (t > 0) printf "%.3f\n", s * 8 / t / 1e6}')
 	RUN_P99=$(probe_figure 8) RUN_MEDIAN=$(probe_figure 5)
 	if [ "$rc" -ne 0 ] || [ "$(echo $RUN_RATES | wc -w)" -ne "$SENDERS" ] ||
+		! [[ "$RUN_QMEDIAN $RUN_QP90" =~ ^[0-9]+\ [0-9]+$ ]] ||
 		! [[ "$RUN_P99 $RUN_MEDIAN" =~ ^[0-9]+(\.[0-9]+)?\ [0-9]+(\.[0-9]+)?$ ]] ||
 		[ -z "$RUN_GOODPUT" ] || ! [[ "$RUN_DROPS $RUN_MARKED" =~ ^[0-9]+\ [0-9]+$ ]]; then
 		for f in "$LOG".srv1 "$LOG".srv2 "$LOG".srv3 "$LOG".cli1 "$LOG".cli2 "$LOG".cli3 \
@@ -321,25 +353,29 @@ run() {
 	incast "$2" "$3" || return 1
 	FIG[$1 bytes]=$RUN_BYTES FIG[$1 drops]=$RUN_DROPS FIG[$1 marked]=$RUN_MARKED
 	FIG[$1 resends]=$RUN_RESENDS FIG[$1 rates]=$RUN_RATES FIG[$1 p99]=$RUN_P99
-	FIG[$1 median]=$RUN_MEDIAN
+	FIG[$1 median]=$RUN_MEDIAN FIG[$1 samples]=$RUN_SAMPLES FIG[$1 qmedian]=$RUN_QMEDIAN
+	FIG[$1 qp90]=$RUN_QP90
 	FIG[$1 goodput]=$RUN_GOODPUT FIG[$1 jain]=$(jain $RUN_RATES)
 }
 run off 0 "$MESSAGES_OFF" || ktap_exit_fail_msg "DCQCN off: the incast run failed"
 run on 1 "$MESSAGES" || ktap_exit_fail_msg "DCQCN on: the incast run failed"
 
-echo "# dcqcn | drops | CE marks | go-back-N | goodput Mb/s | Jain | probe median us | probe p99 us | per sender Mb/s in ${MARK} s"
+echo "# dcqcn | drops | CE marks | go-back-N | goodput Mb/s | Jain | probe median us | probe p99 us | backlog median B | backlog p90 B | per sender Mb/s in ${MARK} s"
 for r in off on; do
-	printf '# %-5s | %5s | %8s | %9s | %12s | %5s | %15s | %12s | %s\n' "$r" "${FIG[$r drops]}" \
-		"${FIG[$r marked]}" "${FIG[$r resends]}" "${FIG[$r goodput]}" "${FIG[$r jain]}" \
-		"${FIG[$r median]}" "${FIG[$r p99]}" "${FIG[$r rates]}"
+	printf '# %-5s | %5s | %8s | %9s | %12s | %5s | %15s | %12s | %16s | %13s | %s\n' "$r" \
+		"${FIG[$r drops]}" "${FIG[$r marked]}" "${FIG[$r resends]}" "${FIG[$r goodput]}" \
+		"${FIG[$r jain]}" "${FIG[$r median]}" "${FIG[$r p99]}" "${FIG[$r qmedian]}" \
+		"${FIG[$r qp90]}" "${FIG[$r rates]}"
 done
+echo "# backlog samples while every sender ran: off ${FIG[off samples]}, on ${FIG[on samples]}"
 # The same, for make bench (scripts/bench-guest.sh).
 for r in off on; do
 	printf '# incast-json {"dcqcn":"%s","bottleneck":"%s","drops":%s,"marked":%s,"resends":%s,' \
 		"$r" "$BOTTLENECK" "${FIG[$r drops]}" "${FIG[$r marked]}" "${FIG[$r resends]}"
-	printf '"goodput_mbps":%s,"jain":%s,"median_us":%s,"p99_us":%s,"senders_mbps":"%s"}\n' \
-		"${FIG[$r goodput]}" "${FIG[$r jain]}" "${FIG[$r median]}" "${FIG[$r p99]}" \
-		"${FIG[$r rates]% }"
+	printf '"goodput_mbps":%s,"jain":%s,"median_us":%s,"p99_us":%s,' "${FIG[$r goodput]}" \
+		"${FIG[$r jain]}" "${FIG[$r median]}" "${FIG[$r p99]}"
+	printf '"backlog_median_b":%s,"backlog_p90_b":%s,"senders_mbps":"%s"}\n' \
+		"${FIG[$r qmedian]}" "${FIG[$r qp90]}" "${FIG[$r rates]% }"
 done
 
 all_bytes() {
@@ -369,13 +405,20 @@ ktap_test_result "DCQCN on: Jain's fairness index over the senders in ${MARK} s 
 lower_p99() { awk -v a="${FIG[on p99]}" -v b="${FIG[off p99]}" 'BEGIN {exit !(a < b)}'; }
 ktap_test_result "DCQCN on: the probe's p99 latency is lower than off (${FIG[on p99]} vs ${FIG[off p99]} us)" \
 	lower_p99
-# The queue DCQCN keeps: within RED's marking band, under its upper threshold (18000 bytes, where
-# every packet is marked). Its transients may fill it now and then (the drops above), so the
-# typical probe is judged, not the 99th percentile (which was over 48 ms in 3 of 9 runs).
-# perftest reports a WRITE's latency as half the round trip, and only the way there queues.
-RED_MAX_US=$((18000 * 8 / MBPS))
-short_queue() { awk -v a="${FIG[on median]}" -v q="$RED_MAX_US" 'BEGIN {exit !(2 * a < q)}'; }
-ktap_test_result "DCQCN on: the probe's median round trip is under RED's upper threshold (2 x ${FIG[on median]} vs $RED_MAX_US us)" \
+# The queue DCQCN keeps: under RED's upper threshold (18000 bytes, where every packet is marked;
+# senders that do not slow down keep it at RED's limit, 60000). Its transients fill it now and
+# then (the drops above, the 90th percentile), so the median is judged. Read from RED itself: the
+# probe's round trip also pays for the loaded TCG guest's scheduling (2.4 to 2.9 ms on a path
+# without the queue, in two runs), which had taken its median over the threshold once in five
+# make check runs. The sampler waits for a CPU as the probe does, so it reads the queue when one
+# is free; with DCQCN's cuts turned off (rp_min_dec_fac=100) its median was 47608 bytes, and as
+# set here 0 in five runs, the 90th percentile 31-54 KB.
+RED_MAX=18000
+short_queue() {
+	[ "${FIG[on samples]}" -ge 20 ] || { echo "# only ${FIG[on samples]} backlog samples"; return 1; }
+	[ "${FIG[on qmedian]}" -lt "$RED_MAX" ]
+}
+ktap_test_result "DCQCN on: RED's median backlog while every sender ran is under its upper threshold (${FIG[on qmedian]} vs $RED_MAX bytes, ${FIG[on samples]} samples)" \
 	short_queue
 
 ktap_finished
