@@ -137,13 +137,17 @@ setup() {
 	[ -n "$G4" ] || ktap_exit_fail_msg "no IPv4 GIDs"
 }
 
+# RED's upper threshold, bytes: past it every packet is marked (the check at the end judges the
+# queue against it).
+RED_MAX=18000
+
 # bottleneck: the receiver's port of the router sends at BOTTLENECK through RED, which marks
 # ECN-capable packets and drops the others; made afresh, so its counters start at 0.
 bottleneck() {
 	tc -n "$SW" qdisc del dev ur root 2>/dev/null
 	tc -n "$SW" qdisc add dev ur root handle 1: tbf rate "$BOTTLENECK" burst 3000 limit 100000 &&
 		tc -n "$SW" qdisc add dev ur parent 1:1 handle 10: red limit 60000 min 6000 \
-			max 18000 avpkt 1100 burst 20 bandwidth "$BOTTLENECK" probability 0.2 ecn
+			max "$RED_MAX" avpkt 1100 burst 20 bandwidth "$BOTTLENECK" probability 0.2 ecn
 }
 
 # red_stat FIELD: RED's "dropped" or "marked" count at the bottleneck.
@@ -424,7 +428,6 @@ ktap_test_result "DCQCN on: the probe's p99 latency is lower than off (${FIG[on 
 # make check runs. The sampler waits for a CPU as the probe does, so it reads the queue when one
 # is free; with DCQCN's cuts turned off (rp_min_dec_fac=100) its median was 47608 bytes, and as
 # set here 0 to 2164 in four runs (101-135 samples), the 90th percentile 45-53 KB.
-RED_MAX=18000
 short_queue() {
 	[ "${FIG[on samples]}" -ge 20 ] || { echo "# only ${FIG[on samples]} backlog samples"; return 1; }
 	[ "${FIG[on qmedian]}" -lt "$RED_MAX" ]
