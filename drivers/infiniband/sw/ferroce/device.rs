@@ -20,7 +20,7 @@ use kernel::{
     prelude::*,
     rdma::device::{Device, DeviceRef},
     sync::{aref::ARef, Arc},
-    workqueue::{OwnedQueue, WQ_MEM_RECLAIM, WQ_PERCPU},
+    workqueue::{OwnedQueue, WQ_MEM_RECLAIM, WQ_PERCPU, WQ_UNBOUND},
 };
 
 /// The ferroce provider.
@@ -30,6 +30,8 @@ pub(crate) struct Ferroce;
 pub(crate) struct FerroceDevice {
     /// Runs the QPs' work; drained when the device goes (see `Drop`).
     pub(crate) wq: Arc<OwnedQueue>,
+    /// Where user QPs' streams are sent.
+    pub(crate) stream_wq: Arc<OwnedQueue>,
     /// Active IB MTU in bytes, following the netdev MTU.
     ib_mtu: AtomicU32,
     guid: [u8; 8],
@@ -89,6 +91,9 @@ impl FerroceDevice {
                 OwnedQueue::new(name, WQ_PERCPU | WQ_MEM_RECLAIM)?,
                 GFP_KERNEL,
             )?,
+            // Unbound: a user QP's stream is sent beside its poster, on another CPU (see
+            // `rc::req::leaves_to_work`). Kernel consumers never stream.
+            stream_wq: Arc::new(OwnedQueue::new(name, WQ_UNBOUND)?, GFP_KERNEL)?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
             counters,
@@ -124,6 +129,7 @@ impl Drop for FerroceDevice {
         // QP state, and with it to `wq`. Finish it here, so `wq` is never destroyed from one
         // of its own workers.
         self.wq.drain();
+        self.stream_wq.drain();
     }
 }
 

@@ -66,6 +66,8 @@ const MAX_INLINE_DATA: u32 = 512;
 const CREATE_QP_RESP_SIZE: usize = 2 * MMINFO_SIZE;
 /// The GSI QP's number.
 const GSI_QPN: u32 = 1;
+/// Packets a stream's outbox holds for the stream's work before others send them.
+const STREAM_OUTBOX_MAX: u32 = 4 * tx::TX_BUDGET;
 
 /// What changes under a QP's lock: its attributes and the kernel's ring positions.
 pub(crate) struct QpInner {
@@ -172,6 +174,13 @@ pub(crate) struct QpShared {
     link: Arc<QpLink<Ferroce>>,
     /// The device's data path queue, where the QP's work runs.
     wq: Arc<OwnedQueue>,
+    /// Where its stream is sent (see [`rc::req::leaves_to_work`]).
+    stream_wq: Arc<OwnedQueue>,
+    /// Sends the QP's stream, and alone: its packets leave from one CPU at a time.
+    #[pin]
+    stream: Work<QpShared, 1>,
+    /// `Requester::streaming`, for the outbox's senders, which do not hold the lock.
+    pub(crate) streaming: AtomicBool,
     #[pin]
     timer: HrTimer<QpShared>,
     /// Takes the backlog, fires the timer, sends kernel WRs and what a budget left over.
@@ -203,6 +212,7 @@ impl_has_hr_timer! {
 
 impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
+    impl HasWork<Self, 1> for QpShared { self.stream }
 }
 
 impl QpShared {
@@ -213,7 +223,32 @@ impl QpShared {
     /// Queues the QP's work (unless it is queued already).
     pub(crate) fn kick(self: &Arc<Self>) {
         // Already queued: that run sees what this one would have.
-        let _ = self.wq.enqueue(self.clone());
+        let _ = self.wq.enqueue::<_, 0>(self.clone());
+    }
+
+    /// Queues the QP's stream work (unless it is queued already).
+    pub(crate) fn kick_stream(self: &Arc<Self>) {
+        let _ = self.stream_wq.enqueue::<_, 1>(self.clone());
+    }
+
+    /// Queues what sends the rest: the stream's work in a stream, the QP's work otherwise.
+    pub(crate) fn kick_send(self: &Arc<Self>) {
+        if self.streaming.load(Ordering::Acquire) {
+            self.kick_stream();
+        } else {
+            self.kick();
+        }
+    }
+
+    /// Sends the outbox, outside a stream; in one, the stream's work sends it, so that the
+    /// QP's packets leave from one CPU at a time, unless more than a few budgets wait there
+    /// (a responder's READ responses pile up faster than a starved stream work sends).
+    pub(crate) fn flush_or_leave(self: &Arc<Self>, counters: &Counters) {
+        if !self.streaming.load(Ordering::Acquire) || self.tx.len() > STREAM_OUTBOX_MAX {
+            self.flush_tx(counters);
+        } else if !self.tx.is_empty() {
+            self.kick_stream();
+        }
     }
 
     /// Whether packets wait in the backlog (from QPs of the same device).
@@ -260,6 +295,7 @@ impl QpShared {
         let res = self.flush_rings(qp, inner, resp.into_held());
         let cons = inner.sq_cons;
         inner.req.reset(cons);
+        self.streaming.store(false, Ordering::Release);
         res
     }
 
@@ -396,6 +432,7 @@ impl FerroceQp {
 
         let table = pd.device().data().qps.clone();
         let wq = pd.device().data().wq.clone();
+        let stream_wq = pd.device().data().stream_wq.clone();
         let shared = Arc::pin_init(
             try_pin_init!(QpShared {
                 qp_type: init.qp_type,
@@ -408,6 +445,9 @@ impl FerroceQp {
                 posts,
                 link: init.link.clone(),
                 wq,
+                stream_wq,
+                stream <- new_work!("ferroce::QpShared::stream"),
+                streaming: AtomicBool::new(false),
                 timer <- HrTimer::new(),
                 work <- new_work!("ferroce::QpShared::work"),
                 kq <- KernelQueues::new(),
@@ -477,6 +517,7 @@ impl FerroceQp {
             }
             let cons = inner.sq_cons;
             inner.req.reset(cons);
+            this.streaming.store(false, Ordering::Release);
             let resp = core::mem::take(&mut inner.resp);
             let _ = this.flush_held(qp, resp.into_held());
             inner.timer = None;
@@ -527,14 +568,20 @@ impl FerroceQp {
                 (s, _) if s.refuses_sends() => (Err(EINVAL), false),
                 (QpState::Err, _) => (this.flush(qp, cx.inner), false),
                 (s, QpType::Ud) if s.can_send() => (Ok(()), ud::send::push(&mut cx)),
-                (s, QpType::Rc | QpType::Uc) if s.can_send() => (Ok(()), rc::req::push(&mut cx)),
+                // A short message goes out at once, from the poster's CPU (latency); a long
+                // WRITE, or a stream under way, is left to the stream's work, on another CPU
+                // (the stream runs beside the poster instead of taking its turns).
+                (s, QpType::Rc | QpType::Uc) if s.can_send() => (
+                    Ok(()),
+                    rc::req::leaves_to_work(&mut cx) || rc::req::push(&mut cx),
+                ),
                 // SQE: they wait.
                 _ => (Ok(()), false),
             }
         };
-        this.flush_tx(&qp.device().data().counters);
+        this.flush_or_leave(&qp.device().data().counters);
         if more {
-            this.kick();
+            this.kick_send();
         }
         res
     }
@@ -627,5 +674,10 @@ impl Drop for FerroceQp {
         // reference. Wait for it: the rings must go now, while their user context exists,
         // not later from a worker.
         self.shared.wq.flush();
+        // Only user QPs stream; a kernel consumer may destroy its QP from a queue that memory
+        // reclaim waits on, and the stream queue has no rescuer.
+        if self.shared.posts == Posts::User {
+            self.shared.stream_wq.flush();
+        }
     }
 }

@@ -4,7 +4,13 @@
 //! kernel consumes, and nothing user space writes moves the kernel outside what it posted. A
 //! kernel QP's rings are mapped by no process: kernel consumers produce ([`super::kernel_ring`]).
 
-use crate::{cq::FerroceCq, device::Ferroce, limits, proto::wqe::Completion, queue::Ring};
+use crate::{
+    cq::FerroceCq,
+    device::Ferroce,
+    limits,
+    proto::wqe::{self, Completion, WrOpcode},
+    queue::Ring,
+};
 use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
@@ -60,6 +66,32 @@ impl WorkRing {
         }
         self.0.mem.read(self.0.geo.slot_offset(pos), out)?;
         Ok(true)
+    }
+
+    /// Whether user space has posted a WQE at `pos` (see [`Self::peek_at`]).
+    pub(crate) fn is_posted_at(&self, cons: u32, pos: u32) -> bool {
+        self.posted(cons)
+            .is_ok_and(|posted| self.0.geo.count(pos, cons) < posted)
+    }
+
+    /// The opcode and message length written into the send WQE at `pos`, read in place: a
+    /// hint for where to send it from, which the process may change before the WQE is copied
+    /// and checked.
+    pub(crate) fn send_hint_at(&self, cons: u32, pos: u32) -> Option<(Option<WrOpcode>, u32)> {
+        if !self.is_posted_at(cons, pos) {
+            return None;
+        }
+        let slot = self.0.geo.slot_offset(pos);
+        let (mut op, mut len) = ([0u8; 4], [0u8; 4]);
+        self.0.mem.read(slot + wqe::off::OPCODE, &mut op).ok()?;
+        self.0
+            .mem
+            .read(slot + wqe::off::DMA_LENGTH, &mut len)
+            .ok()?;
+        Some((
+            WrOpcode::from_raw(u32::from_ne_bytes(op)),
+            u32::from_ne_bytes(len),
+        ))
     }
 
     /// A private copy of the WQE at `pos` (see [`Self::peek_at`]), so that user space cannot

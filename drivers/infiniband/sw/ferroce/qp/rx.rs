@@ -60,22 +60,24 @@ impl QpShared {
             Some(Err(skb))
         } else {
             this.link.with(move |qp| {
-                let mut inner = this.inner.lock();
-                // A duplicate READ overtakes the backlog: what waits there may wait for the
-                // very responses it asks for again.
-                let waits = !this.rx.is_empty() || inner.resp.resources.answering();
-                if waits && !hdr.rewinds_read(&inner) {
-                    return Err(skb);
-                }
-                let res = this.take(qp, &mut inner, &skb, &hdr, counters);
+                let res = {
+                    let mut inner = this.inner.lock();
+                    // A duplicate READ overtakes the backlog: what waits there may wait for the
+                    // very responses it asks for again.
+                    let waits = !this.rx.is_empty() || inner.resp.resources.answering();
+                    if waits && !hdr.rewinds_read(&inner) {
+                        return Err(skb);
+                    }
+                    this.take(qp, &mut inner, &skb, &hdr, counters)
+                };
+                // Inside the link: it may queue the stream's work, which a destroy that
+                // revoked the link has flushed.
+                this.flush_or_leave(counters);
                 Ok((skb, res))
             })
         };
         match res {
-            Some(Ok((skb, res))) => {
-                this.flush_tx(counters);
-                consume_or_count(skb, res, counters);
-            }
+            Some(Ok((skb, res))) => consume_or_count(skb, res, counters),
             Some(Err(skb)) => this.backlog(skb, counters),
             // Being destroyed: the packet went with the closure.
             None => counters.inc(Counter::DropBadState),

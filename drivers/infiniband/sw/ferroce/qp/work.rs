@@ -26,7 +26,7 @@ impl HrTimerCallback for QpShared {
     /// reference while this runs, so the one dropped here is never the last.
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         // Already queued: that run does what the timer asks.
-        let _ = this.wq.enqueue(Arc::<Self>::from(this));
+        let _ = this.wq.enqueue::<_, 0>(Arc::<Self>::from(this));
         HrTimerRestart::NoRestart
     }
 }
@@ -52,7 +52,7 @@ impl WorkItem for QpShared {
                     rc::comp::on_timer(&mut cx);
                     resume(&mut cx)
                 };
-                this.flush_tx(counters);
+                this.flush_or_leave(counters);
                 // Packets held back behind READ responses: the responses' progress (`more`)
                 // brings the work back, not the packets (no route: nothing would go out).
                 let mut held = false;
@@ -81,7 +81,7 @@ impl WorkItem for QpShared {
                             .fetch_sub(skb.len() as usize, Ordering::Relaxed);
                         (skb, res)
                     };
-                    this.flush_tx(counters);
+                    this.flush_or_leave(counters);
                     consume_or_count(skb, res, counters);
                 }
                 more || (!held && !this.rx.is_empty())
@@ -115,10 +115,46 @@ fn resume(cx: &mut QpCtx<'_>) -> bool {
     }
     if state.can_send() {
         more |= match qp_type {
+            // A stream is sent by its own work, alone.
+            QpType::Rc if cx.inner.req.streaming => {
+                cx.shared.kick_stream();
+                false
+            }
             QpType::Rc | QpType::Uc => rc::req::push(cx),
             QpType::Ud => ud::send::push(cx),
             QpType::Gsi => false,
         };
     }
     more
+}
+
+/// The QP's stream (see [`rc::req::leaves_to_work`]): starts and sends its WQEs, and the
+/// outbox, on an unbound worker, beside the CPU that posts them.
+impl WorkItem<1> for QpShared {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        let _ = this.link.with(|qp| {
+            let more = {
+                let mut inner = this.inner.lock();
+                // The stream ended since this run was queued: whoever ended it sends now
+                // (from here, its packets would leave from a second CPU).
+                if !inner.req.streaming {
+                    return;
+                }
+                let mut cx = QpCtx {
+                    qp,
+                    shared: &this,
+                    inner: &mut inner,
+                };
+                cx.inner.attr.state.can_send() && rc::req::push(&mut cx)
+            };
+            this.flush_tx(&qp.device().data().counters);
+            // Queued while the link is held: a destroy that revoked it waits for this, then
+            // flushes the queue, and the run that follows finds the QP gone.
+            if more {
+                this.kick_send();
+            }
+        });
+    }
 }

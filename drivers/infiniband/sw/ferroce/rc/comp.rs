@@ -99,9 +99,11 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     let req = &mut cx.inner.req;
     req.win.rewind(&mut req.flight);
     // The pump arms the deadline for what it sends again (or could not send); what the pacer
-    // holds back gets none until it goes.
-    if req::pump(cx) {
-        cx.shared.kick();
+    // holds back gets none until it goes. A stream's work sends it again, alone.
+    if cx.inner.req.streaming {
+        cx.shared.kick_stream();
+    } else if req::pump(cx) {
+        cx.shared.kick_send();
     }
 }
 
@@ -151,12 +153,15 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
     }
     if cx.inner.req.flight.is_empty() {
         stop_timer(cx);
+        if cx.inner.req.streaming && !req::has_unstarted(cx) {
+            req::set_streaming(cx, false);
+        }
     }
     // Room for WQEs that waited to start (a retired WQE frees a place and its PSNs): the QP's
-    // work starts them.
+    // work, or in a stream the stream's, starts them.
     if retired > 0 && cx.inner.req.held {
         cx.inner.req.held = false;
-        cx.shared.kick();
+        cx.shared.kick_send();
     }
 }
 
@@ -184,8 +189,19 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
         touch_ack(cx);
     }
     complete(cx);
-    if !cx.inner.req.rnr_wait && cx.inner.attr.state.can_send() && req::pump(cx) {
-        cx.shared.kick();
+    if cx.inner.req.rnr_wait || !cx.inner.attr.state.can_send() {
+        return Ok(());
+    }
+    // A stream's packets all leave from its work (see `Requester::streaming`), woken by an
+    // answer that moved the window or left something to send (a NAK's go-back-N, a READ's
+    // missing responses to ask for again).
+    if cx.inner.req.streaming {
+        let asks = cx.inner.req.flight.iter().any(|s| s.entry.asking());
+        if landed || cx.inner.req.win.una() != una || cx.inner.req.win.unsent() || asks {
+            cx.shared.kick_stream();
+        }
+    } else if req::pump(cx) {
+        cx.shared.kick_send();
     }
     Ok(())
 }

@@ -31,9 +31,10 @@ use crate::{
     rc::{bth, comp, path_mtu, timer},
     sge,
 };
+use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
-    rdma::qp::{Qp, QpState},
+    rdma::qp::{Qp, QpState, QpType},
     time::{Instant, Monotonic},
 };
 
@@ -112,6 +113,11 @@ pub(crate) struct Requester {
     pub(crate) stopped: bool,
     /// The next WQE waits to start until completions make room (see [`STARTED_MAX`]).
     pub(crate) held: bool,
+    /// A long WRITE is under way: until the flight empties, the QP's stream work sends it
+    /// all, so that its packets leave from one CPU at a time (answers that open the window
+    /// wake it instead of sending); from two CPUs at once they overtake each other between the
+    /// CPUs' receive backlogs.
+    pub(crate) streaming: bool,
     pub(crate) win: Window,
     /// Timeouts and RNR NAKs left before the oldest WQE fails.
     pub(crate) retries: Retries,
@@ -132,6 +138,7 @@ impl Requester {
         self.next = cons;
         self.stopped = false;
         self.held = false;
+        self.streaming = false;
         self.rnr_wait = false;
         self.due = None;
         self.put_off = false;
@@ -144,6 +151,53 @@ impl Requester {
             self.win = Window::starting_at(Psn::new(sq_psn));
         }
     }
+}
+
+/// Longest RDMA WRITE a doorbell sends itself, from the poster's CPU; a longer one starts a
+/// stream (measured with `make bench`, see Documentation/infiniband/ferroce.rst).
+const SEND_AT_ONCE_MAX: u32 = 16 * 1024;
+
+/// Whether a doorbell leaves the sending to the QP's stream work: a stream is under way, or the
+/// next WQE to start is a long RDMA WRITE, by what user space wrote in it. Not a SEND: its
+/// receiver busy-polls for the completions, and a stream would take that CPU from it; a READ's
+/// request is one packet, whatever its length.
+pub(crate) fn leaves_to_work(cx: &mut QpCtx<'_>) -> bool {
+    let long = || {
+        cx.shared
+            .sq
+            .send_hint_at(cx.inner.sq_cons, cx.inner.req.next)
+            .is_some_and(|(op, len)| {
+                len > SEND_AT_ONCE_MAX
+                    && matches!(op, Some(WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm))
+            })
+    };
+    // In SQD nothing starts, so a stream would not end until the QP is back in RTS.
+    let starts = cx.inner.attr.state == QpState::Rts;
+    if !cx.inner.req.streaming && starts && may_stream(cx) && long() {
+        set_streaming(cx, true);
+    }
+    cx.inner.req.streaming
+}
+
+/// Whether the QP may stream: a user RC QP. A kernel consumer's QP stays on the QP's work (its
+/// queue has a rescuer). A UC QP's flight empties as each message goes, so it would move
+/// between CPUs at every long message, with packets of the last one still in the other CPU's
+/// receive backlog: UC cannot resend what they overtake.
+fn may_stream(cx: &QpCtx<'_>) -> bool {
+    cx.shared.qp_type() == QpType::Rc && cx.shared.posts == Posts::User
+}
+
+/// Whether WQEs are posted that the requester has not started.
+pub(crate) fn has_unstarted(cx: &QpCtx<'_>) -> bool {
+    cx.shared
+        .sq
+        .is_posted_at(cx.inner.sq_cons, cx.inner.req.next)
+}
+
+/// A stream starts or ends (see [`Requester::streaming`]).
+pub(crate) fn set_streaming(cx: &mut QpCtx<'_>, on: bool) {
+    cx.inner.req.streaming = on;
+    cx.shared.streaming.store(on, Ordering::Release);
 }
 
 /// Starts posted WQEs, oldest first, as many as may be under way (none in SQD), and sends what
