@@ -56,31 +56,37 @@ impl QpShared {
         looped: bool,
         counters: &Counters,
     ) {
-        let res = if looped {
-            Some(Err(skb))
-        } else {
-            this.link.with(move |qp| {
-                let res = {
-                    let mut inner = this.inner.lock();
-                    // A duplicate READ overtakes the backlog: what waits there may wait for the
-                    // very responses it asks for again.
-                    let waits = !this.rx.is_empty() || inner.resp.resources.answering();
-                    if waits && !hdr.rewinds_read(&inner) {
-                        return Err(skb);
-                    }
-                    this.take(qp, &mut inner, &skb, &hdr, counters)
-                };
-                // Inside the link: it may queue the stream's work, which a destroy that
-                // revoked the link has flushed.
-                this.flush_or_leave(counters);
-                Ok((skb, res))
-            })
-        };
-        match res {
-            Some(Ok((skb, res))) => consume_or_count(skb, res, counters),
-            Some(Err(skb)) => this.backlog(skb, counters),
+        if looped {
+            // Not inside the link: the sender may hold its own, of the same lock class.
+            this.backlog(skb, counters);
+            return;
+        }
+        let res = this.link.with(move |qp| {
+            let res = {
+                let mut inner = this.inner.lock();
+                // A duplicate READ overtakes the backlog: what waits there may wait for the very
+                // responses it asks for again.
+                let waits = !this.rx.is_empty() || inner.resp.resources.answering();
+                if waits && !hdr.rewinds_read(&inner) {
+                    None
+                } else {
+                    Some(this.take(qp, &mut inner, &skb, &hdr, counters))
+                }
+            };
+            // Decided and queued in one hold of the link, which the QP's work holds while it
+            // drains the backlog. (A destroy cannot come between: the table's removal waits
+            // out an RCU grace period, and this runs with softirqs off.)
+            match res {
+                Some(res) => {
+                    this.flush_or_leave(counters);
+                    consume_or_count(skb, res, counters);
+                }
+                None => this.backlog(skb, counters),
+            }
+        });
+        if res.is_none() {
             // Being destroyed: the packet went with the closure.
-            None => counters.inc(Counter::DropBadState),
+            counters.inc(Counter::DropBadState);
         }
     }
 
