@@ -76,6 +76,25 @@ echo "kernel build: $((SECONDS - start)) s" >&2
 grep -E -A8 '^warning' "$build/build.log" | head -n 60 >&2 || true
 [ -f "$build/drivers/infiniband/sw/ferroce/rdma_rxe.ko" ] || die "ferroce's rdma_rxe.ko was not built"
 
+# objtool checked the driver when kbuild linked it (our configurations have IBT, so it runs on the
+# linked module), but a warning only shows once, when the object is rebuilt. Check a copy again on
+# every build, with kbuild's flags: a warning (code the unwinder cannot follow, such as a function
+# that falls into the next) or an error fails it, as a lint does.
+fdir="$build/drivers/infiniband/sw/ferroce"
+oflags=$(sed -n 's|.*objtool/objtool \(.*\) drivers/infiniband/sw/ferroce/rdma_rxe\.o$|\1|p' \
+	"$fdir/.rdma_rxe.o.cmd" | head -n 1)
+[ -n "$oflags" ] || die "objtool does not check the linked driver ($fdir/.rdma_rxe.o.cmd): no CONFIG_X86_KERNEL_IBT?"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cp "$fdir/ferroce.o" "$scratch/"
+orc=0
+oout=$("$build/tools/objtool/objtool" $oflags "$scratch/ferroce.o" 2>&1) || orc=$?
+rm -rf "$scratch"
+if [ "$orc" -ne 0 ] || grep -qE '(warning|error): objtool' <<<"$oout"; then
+	echo "$oout" >&2
+	die "objtool found fault with the driver (above; exit status $orc)"
+fi
+
 step "build the C rxe as an external module"
 crxe="$build/rxe-c"
 mkdir -p "$crxe"
