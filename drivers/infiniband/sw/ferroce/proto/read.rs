@@ -49,7 +49,10 @@ pub(crate) struct Response {
 
 impl ReadResource {
     /// A READ request at `psn`, answered in packets of `mtu` bytes, whose responses carry `msn`.
+    /// A path MTU is at least 256 bytes; a zero one is taken as one byte, so nothing here can
+    /// divide by zero (a panic path the compiler would keep).
     pub(crate) const fn new(psn: Psn, reth: Reth, mtu: u32, msn: u32, pd: usize) -> Self {
+        let mtu = if mtu == 0 { 1 } else { mtu };
         let npkts = reth.dma_len.div_ceil(mtu);
         Self {
             first: psn,

@@ -78,7 +78,7 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>) -> Re
         // Aligned as an address of the region, not in memory (a region registered at an
         // unaligned iova): no word to work on.
         .map_err(|_| Refusal::Invalid)?;
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let msn = cx.inner.resp.msn.wrapping_add(1) & Psn::MASK;
     let psn = pkt.bth.psn;
     let result = AtomicResult::new(psn, a.rkey, a.va, orig, msn);
     // Room was made: this does not fail.

@@ -127,7 +127,7 @@ pub(crate) fn keep_empty_answer(
     pkt: &Packet<'_>,
     reth: Reth,
 ) -> Result<(), Refusal> {
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let msn = cx.inner.resp.msn.wrapping_add(1) & Psn::MASK;
     let answer = Reth { dma_len: 0, ..reth };
     let r = ReadResource::new(pkt.bth.psn, answer, path_mtu(cx), msn, cx.shared.pd);
     // Room was made: this does not fail.
@@ -152,7 +152,7 @@ pub(crate) fn start(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<u32, Refusal
     check_range(cx, &reth, access::REMOTE_READ)?;
     cx.inner.resp.resources.make_room(granted)?;
     // The responses carry the MSN of this request, counted now.
-    let msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+    let msn = cx.inner.resp.msn.wrapping_add(1) & Psn::MASK;
     let r = ReadResource::new(pkt.bth.psn, reth, mtu, msn, cx.shared.pd);
     cx.inner.resp.resources.push(Resource::Read(r))?;
     cx.inner.resp.msn = msn;

@@ -201,7 +201,7 @@ fn request(cx: &mut QpCtx<'_>, xmit: &Xmit<'_>, pkt: &Packet<'_>, counters: &Cou
             counters.inc(Counter::RcvdPkts);
             counters.add(Counter::RcvdBytes, pkt.payload.len() as u64);
             if last {
-                cx.inner.resp.msn = (cx.inner.resp.msn + 1) & Psn::MASK;
+                cx.inner.resp.msn = cx.inner.resp.msn.wrapping_add(1) & Psn::MASK;
             }
             if pkt.bth.ack_req {
                 ack(xmit, cx.inner, psn, Syndrome::Ack);
