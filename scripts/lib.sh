@@ -63,9 +63,13 @@ CONSOLE_STAMP='^\[ *[0-9]+\.[0-9]+\] '
 # when LOG shows none. The console is written a byte at a time into the same pipe as the
 # script's output, so a line may come out split.
 crash_excerpt() {
-	STAMP=$CONSOLE_STAMP awk '{sub(/\r$/, "")} $0 !~ ENVIRON["STAMP"] {next}
+	# A boot that guest.sh started again is not the run's: only the last boot counts.
+	STAMP=$CONSOLE_STAMP awk '{sub(/\r$/, "")}
+		/^guest: it ended before the command started/ {n = 0; out = ""; next}
+		$0 !~ ENVIRON["STAMP"] {next}
 		!n && /(BUG:|Oops|general protection fault|panicked at|Kernel panic|kernel BUG at|Fatal exception)/ {n = 1}
-		n && n++ <= 30' "$1"
+		n && n++ <= 30 {out = out $0 "\n"}
+		END {printf "%s", out}' "$1"
 }
 
 # crash_reason LOG CRASHES: "; its kernel said: <first line>" when LOG shows a guest kernel's
