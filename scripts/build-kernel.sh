@@ -89,7 +89,6 @@ trap 'rm -rf "$scratch"' EXIT
 cp "$fdir/ferroce.o" "$scratch/"
 orc=0
 oout=$("$build/tools/objtool/objtool" $oflags "$scratch/ferroce.o" 2>&1) || orc=$?
-rm -rf "$scratch"
 if [ "$orc" -ne 0 ] || grep -qE '(warning|error): objtool' <<<"$oout"; then
 	echo "$oout" >&2
 	die "objtool found fault with the driver (above; exit status $orc)"

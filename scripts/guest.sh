@@ -104,7 +104,6 @@ for n in 1 2 3; do
 	rc=0
 	boot "$1" || rc=$?
 	[ "$rc" -ne 0 ] && [ ! -e "$mark/started" ] && [ ! -e "$mark/timed-out" ] || break
-	# check.sh's and interop.sh's crash excerpts start after this line (lib.sh).
-	echo "guest: it ended before the command started (boot $n of 3)" >&2
+	echo "$BOOT_AGAIN (boot $n of 3)" >&2
 done
 exit "$rc"

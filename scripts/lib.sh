@@ -56,6 +56,8 @@ build_selftests() {
 
 # A guest console line's stamp, an extended regular expression (interop.sh sets such lines apart).
 CONSOLE_STAMP='^\[ *[0-9]+\.[0-9]+\] '
+# What guest.sh prints when it boots a guest again: the crash excerpt starts after it.
+BOOT_AGAIN='guest: it ended before the command started'
 
 # crash_excerpt LOG: what a guest's console said of its kernel's death (guest.sh shows the console
 # on stderr, quiet until an oops or panic), from the first oops, BUG, Rust panic or kernel panic
@@ -64,8 +66,8 @@ CONSOLE_STAMP='^\[ *[0-9]+\.[0-9]+\] '
 # script's output, so a line may come out split.
 crash_excerpt() {
 	# A boot that guest.sh started again is not the run's: only the last boot counts.
-	STAMP=$CONSOLE_STAMP awk '{sub(/\r$/, "")}
-		/^guest: it ended before the command started/ {n = 0; out = ""; next}
+	STAMP=$CONSOLE_STAMP AGAIN=$BOOT_AGAIN awk '{sub(/\r$/, "")}
+		index($0, ENVIRON["AGAIN"]) == 1 {n = 0; out = ""; next}
 		$0 !~ ENVIRON["STAMP"] {next}
 		!n && /(BUG:|Oops|general protection fault|panicked at|Kernel panic|kernel BUG at|Fatal exception)/ {n = 1}
 		n && n++ <= 30 {out = out $0 "\n"}
