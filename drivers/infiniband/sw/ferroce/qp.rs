@@ -284,6 +284,14 @@ impl QpShared {
         }
     }
 
+    /// Forgets what the requester started (and ends its stream): new WQEs start at the ring's
+    /// consumer index.
+    fn reset_requester(&self, inner: &mut QpInner) {
+        let cons = inner.sq_cons;
+        inner.req.reset(cons);
+        self.streaming.store(false, Ordering::Release);
+    }
+
     /// Completes every posted WQE with a flush error: receives first, then sends.
     fn flush(&self, qp: &Qp<Ferroce>, inner: &mut QpInner) -> Result {
         inner.timer = None;
@@ -293,9 +301,7 @@ impl QpShared {
         }
         let resp = core::mem::take(&mut inner.resp);
         let res = self.flush_rings(qp, inner, resp.into_held());
-        let cons = inner.sq_cons;
-        inner.req.reset(cons);
-        self.streaming.store(false, Ordering::Release);
+        self.reset_requester(inner);
         res
     }
 
@@ -515,9 +521,7 @@ impl FerroceQp {
                 this.kring.discard(this, &mut sq_cons, &mut rq_cons);
                 (inner.sq_cons, inner.rq_cons) = (sq_cons, rq_cons);
             }
-            let cons = inner.sq_cons;
-            inner.req.reset(cons);
-            this.streaming.store(false, Ordering::Release);
+            this.reset_requester(&mut inner);
             let resp = core::mem::take(&mut inner.resp);
             let _ = this.flush_held(qp, resp.into_held());
             inner.timer = None;

@@ -196,8 +196,8 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
     // answer that moved the window or left something to send (a NAK's go-back-N, a READ's
     // missing responses to ask for again).
     if cx.inner.req.streaming {
-        let asks = cx.inner.req.flight.iter().any(|s| s.entry.asking());
-        if landed || cx.inner.req.win.una() != una || cx.inner.req.win.unsent() || asks {
+        let req = &cx.inner.req;
+        if landed || req.win.una() != una || req.win.unsent() || req.asks() {
             cx.shared.kick_stream();
         }
     } else if req::pump(cx) {

@@ -144,6 +144,11 @@ impl Requester {
         self.put_off = false;
     }
 
+    /// Whether a READ in flight wants to ask again for responses it is missing.
+    pub(crate) fn asks(&self) -> bool {
+        self.flight.iter().any(|s| s.entry.asking())
+    }
+
     /// Entering RTS: the retry budgets, and the window starts at `sq_psn`.
     pub(crate) fn start(&mut self, retry_cnt: u8, rnr_retry: u8, sq_psn: u32) {
         self.retries = Retries::new(retry_cnt, rnr_retry);
@@ -407,7 +412,7 @@ fn local(qp: &Qp<Ferroce>, shared: &QpShared, w: &SendWqe<'_>) -> Result<(), WcS
 /// missing responses of READs seen short. Arms the ACK timer if it is idle. Returns whether
 /// the budget ran out with more to send.
 pub(crate) fn pump(cx: &mut QpCtx<'_>) -> bool {
-    let asks = cx.inner.req.flight.iter().any(|s| s.entry.asking());
+    let asks = cx.inner.req.asks();
     let mut more = false;
     // After an RNR NAK nothing goes out before its delay ends (the timer then sends again).
     if (cx.inner.req.win.unsent() || asks) && !cx.inner.req.rnr_wait {
