@@ -91,12 +91,12 @@ impl Icrc {
         udp: &[u8; UDP_HDR_LEN],
         bth: &[u8; BTH_LEN],
     ) -> Self {
-        let mut ip = *ip;
-        ip[1] = 0xff; // TOS: DSCP and ECN may change in flight.
-        ip[8] = 0xff; // TTL.
-        ip[10] = 0xff; // Header checksum.
-        ip[11] = 0xff;
-        Self(ICRC_SEED).masked_tail(&ip, udp, bth)
+        let mut h = MaskedHeaders::new(ip, udp, bth);
+        h.buf[1] = 0xff; // TOS: DSCP and ECN may change in flight.
+        h.buf[8] = 0xff; // TTL.
+        h.buf[10] = 0xff; // Header checksum.
+        h.buf[11] = 0xff;
+        Self(crc32_update(ICRC_SEED, h.bytes()))
     }
 
     /// Starts from an IPv6 header (40 bytes), the UDP header and the BTH, as they are on the wire.
@@ -105,25 +105,13 @@ impl Icrc {
         udp: &[u8; UDP_HDR_LEN],
         bth: &[u8; BTH_LEN],
     ) -> Self {
-        let mut ip = *ip;
-        ip[0] |= 0x0f; // Traffic class and flow label.
-        ip[1] = 0xff;
-        ip[2] = 0xff;
-        ip[3] = 0xff;
-        ip[7] = 0xff; // Hop limit.
-        Self(ICRC_SEED).masked_tail(&ip, udp, bth)
-    }
-
-    fn masked_tail(self, ip: &[u8], udp: &[u8; UDP_HDR_LEN], bth: &[u8; BTH_LEN]) -> Self {
-        let mut udp = *udp;
-        udp[6] = 0xff; // UDP checksum.
-        udp[7] = 0xff;
-        let mut bth = *bth;
-        bth[4] = 0xff; // FECN, BECN and reserved bits.
-        Self(crc32_update(
-            crc32_update(crc32_update(self.0, ip), &udp),
-            &bth,
-        ))
+        let mut h = MaskedHeaders::new(ip, udp, bth);
+        h.buf[0] |= 0x0f; // Traffic class and flow label.
+        h.buf[1] = 0xff;
+        h.buf[2] = 0xff;
+        h.buf[3] = 0xff;
+        h.buf[7] = 0xff; // Hop limit.
+        Self(crc32_update(ICRC_SEED, h.bytes()))
     }
 
     /// Adds the bytes after the BTH: extension headers, payload and pad.
@@ -134,6 +122,34 @@ impl Icrc {
     /// Returns the ICRC; it goes on the wire as 4 little-endian bytes.
     pub(crate) fn finish(&self) -> u32 {
         !self.0
+    }
+}
+
+/// The IP, UDP and transport headers side by side, so that the CRC covers them in one call
+/// (each call to the kernel's `crc32_le` has a fixed cost). The UDP and BTH fields that change in
+/// flight are masked here; the IP ones by the caller.
+struct MaskedHeaders {
+    buf: [u8; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN],
+    len: usize,
+}
+
+impl MaskedHeaders {
+    fn new(ip: &[u8], udp: &[u8; UDP_HDR_LEN], bth: &[u8; BTH_LEN]) -> Self {
+        let mut buf = [0; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN];
+        let (ip_out, rest) = buf.split_at_mut(ip.len().min(IPV6_HDR_LEN));
+        ip_out.copy_from_slice(&ip[..ip_out.len()]);
+        let (udp_out, rest) = rest.split_at_mut(UDP_HDR_LEN);
+        udp_out.copy_from_slice(udp);
+        udp_out[6] = 0xff; // UDP checksum.
+        udp_out[7] = 0xff;
+        rest[..BTH_LEN].copy_from_slice(bth);
+        rest[4] = 0xff; // FECN, BECN and reserved bits.
+        let len = ip_out.len() + UDP_HDR_LEN + BTH_LEN;
+        Self { buf, len }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 
