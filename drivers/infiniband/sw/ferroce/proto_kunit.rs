@@ -39,6 +39,11 @@ mod tests {
                 let d = &data[start..end];
                 assert_eq!(crc32_update(0x1234_5678, d), table_crc32(0x1234_5678, d));
             }
+            // The ICRC's headers, in one call: IPv4 and IPv6.
+            for len in [40, 60] {
+                let d = &data[start..start + len];
+                assert_eq!(crc32_update(0x1234_5678, d), table_crc32(0x1234_5678, d));
+            }
         }
     }
 

@@ -91,12 +91,13 @@ impl Icrc {
         udp: &[u8; UDP_HDR_LEN],
         bth: &[u8; BTH_LEN],
     ) -> Self {
-        let mut h = MaskedHeaders::new(ip, udp, bth);
-        h.buf[1] = 0xff; // TOS: DSCP and ECN may change in flight.
-        h.buf[8] = 0xff; // TTL.
-        h.buf[10] = 0xff; // Header checksum.
-        h.buf[11] = 0xff;
-        Self(crc32_update(ICRC_SEED, h.bytes()))
+        let mask = |ip: &mut [u8; IPV4_HDR_LEN]| {
+            ip[1] = 0xff; // TOS: DSCP and ECN may change in flight.
+            ip[8] = 0xff; // TTL.
+            ip[10] = 0xff; // Header checksum.
+            ip[11] = 0xff;
+        };
+        Self(masked_headers_crc(ip, mask, udp, bth))
     }
 
     /// Starts from an IPv6 header (40 bytes), the UDP header and the BTH, as they are on the wire.
@@ -105,13 +106,14 @@ impl Icrc {
         udp: &[u8; UDP_HDR_LEN],
         bth: &[u8; BTH_LEN],
     ) -> Self {
-        let mut h = MaskedHeaders::new(ip, udp, bth);
-        h.buf[0] |= 0x0f; // Traffic class and flow label.
-        h.buf[1] = 0xff;
-        h.buf[2] = 0xff;
-        h.buf[3] = 0xff;
-        h.buf[7] = 0xff; // Hop limit.
-        Self(crc32_update(ICRC_SEED, h.bytes()))
+        let mask = |ip: &mut [u8; IPV6_HDR_LEN]| {
+            ip[0] |= 0x0f; // Traffic class and flow label.
+            ip[1] = 0xff;
+            ip[2] = 0xff;
+            ip[3] = 0xff;
+            ip[7] = 0xff; // Hop limit.
+        };
+        Self(masked_headers_crc(ip, mask, udp, bth))
     }
 
     /// Adds the bytes after the BTH: extension headers, payload and pad.
@@ -125,32 +127,26 @@ impl Icrc {
     }
 }
 
-/// The IP, UDP and transport headers side by side, so that the CRC covers them in one call
-/// (each call to the kernel's `crc32_le` has a fixed cost). The UDP and BTH fields that change in
-/// flight are masked here; the IP ones by the caller.
-struct MaskedHeaders {
-    buf: [u8; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN],
-    len: usize,
-}
-
-impl MaskedHeaders {
-    fn new(ip: &[u8], udp: &[u8; UDP_HDR_LEN], bth: &[u8; BTH_LEN]) -> Self {
-        let mut buf = [0; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN];
-        let (ip_out, rest) = buf.split_at_mut(ip.len().min(IPV6_HDR_LEN));
-        ip_out.copy_from_slice(&ip[..ip_out.len()]);
-        let (udp_out, rest) = rest.split_at_mut(UDP_HDR_LEN);
-        udp_out.copy_from_slice(udp);
-        udp_out[6] = 0xff; // UDP checksum.
-        udp_out[7] = 0xff;
-        rest[..BTH_LEN].copy_from_slice(bth);
-        rest[4] = 0xff; // FECN, BECN and reserved bits.
-        let len = ip_out.len() + UDP_HDR_LEN + BTH_LEN;
-        Self { buf, len }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
+/// The CRC, from the seed, over an IP header of `N` bytes (its fields that change in flight
+/// masked by `mask_ip`), the UDP header and the BTH (theirs masked here), side by side in one
+/// call: each call to the kernel's `crc32_le` has a fixed cost. Every range is a constant of `N`.
+fn masked_headers_crc<const N: usize>(
+    ip: &[u8; N],
+    mask_ip: impl FnOnce(&mut [u8; N]),
+    udp: &[u8; UDP_HDR_LEN],
+    bth: &[u8; BTH_LEN],
+) -> u32 {
+    const { assert!(N <= IPV6_HDR_LEN) };
+    let mut ip = *ip;
+    mask_ip(&mut ip);
+    let mut buf = [0u8; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN];
+    buf[..N].copy_from_slice(&ip);
+    buf[N..N + UDP_HDR_LEN].copy_from_slice(udp);
+    buf[N + 6] = 0xff; // UDP checksum.
+    buf[N + 7] = 0xff;
+    buf[N + UDP_HDR_LEN..N + UDP_HDR_LEN + BTH_LEN].copy_from_slice(bth);
+    buf[N + UDP_HDR_LEN + 4] = 0xff; // FECN, BECN and reserved bits.
+    crc32_update(ICRC_SEED, &buf[..N + UDP_HDR_LEN + BTH_LEN])
 }
 
 #[cfg(test)]
@@ -219,6 +215,30 @@ mod tests {
         mip[8] = 0xff;
         mip[10] = 0xff;
         mip[11] = 0xff;
+        masked.extend_from_slice(&mip);
+        masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
+        let mut mbth = bth;
+        mbth[4] = 0xff;
+        masked.extend_from_slice(&mbth);
+        masked.extend_from_slice(&payload);
+        assert_eq!(icrc.finish(), reference_crc32(&masked));
+    }
+
+    #[test]
+    fn icrc_ipv6_is_zlib_crc_over_masked_packet() {
+        let mut ip = [0u8; 40];
+        ip[..8].copy_from_slice(&[0x61, 0x23, 0x45, 0x67, 0x00, 0x2c, 0x11, 0x40]);
+        ip[8..24].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        ip[24..40].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        let (_, udp, bth) = sample_ipv4();
+        let payload = [0xa5; 20];
+        let mut icrc = Icrc::ipv6(&ip, &udp, &bth);
+        icrc.update(&payload);
+
+        let mut masked = [0xffu8; 8].to_vec();
+        let mut mip = ip;
+        mip[..4].copy_from_slice(&[0x6f, 0xff, 0xff, 0xff]);
+        mip[7] = 0xff;
         masked.extend_from_slice(&mip);
         masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
         let mut mbth = bth;

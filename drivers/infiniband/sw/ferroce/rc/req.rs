@@ -132,7 +132,8 @@ pub(crate) struct Requester {
 }
 
 impl Requester {
-    /// Forgets everything in flight (the QP is being flushed); new WQEs start at `cons`.
+    /// Forgets everything in flight (the QP is being flushed); new WQEs start at `cons`. Only
+    /// through `QpShared::reset_requester`, which ends the stream's mirror flag with it.
     pub(crate) fn reset(&mut self, cons: u32) {
         self.flight.clear();
         self.next = cons;
