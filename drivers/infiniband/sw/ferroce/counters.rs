@@ -7,7 +7,8 @@
 //! then makes of them: one beyond what was sent counts in `rcvd_drop_bad_psn` too); the
 //! `rcvd_drop_*` ones count each reason a received packet was dropped; the RC request and error
 //! counters after them carry mlx5's names (`resp_invalid_request` is ours: mlx5 has none), and
-//! so do the congestion-control ones at the end (see [`crate::cc`]).
+//! so do the congestion-control ones after those (see [`crate::cc`]); `tx_streams`, last, is
+//! ours: the streams RC requesters started (see [`crate::rc::req::leaves_to_work`]).
 
 use crate::proto::pma::PortCounters;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +80,7 @@ counters! {
     NpCnpSent => c"np_cnp_sent",
     RpCnpHandled => c"rp_cnp_handled",
     RpCnpIgnored => c"rp_cnp_ignored",
+    StreamsStarted => c"tx_streams",
 }
 
 /// A device's counters. Plain atomics: a few increments per packet, read rarely.

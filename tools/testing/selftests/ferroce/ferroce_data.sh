@@ -129,22 +129,36 @@ iters() {
 	case $1 in 1048576) echo 8 ;; 65536) echo 50 ;; *) echo 200 ;; esac
 }
 
-# perf TOOL: a short perftest run; latency tools with small messages.
+# streams_started: the streams both devices' RC requesters started so far (tx_streams).
+streams_started() {
+	echo $(($(counter fer0 tx_streams) + $(counter fer1 tx_streams)))
+}
+
+# perf TOOL: a short perftest run; latency tools with small messages. Only the 64 KiB RDMA
+# WRITEs stream (see leaves_to_work() in rc/req.rs): SENDs, READs and short WRITEs do not.
 perf() {
-	local size=65536
+	local size=65536 s0 s1
 	[[ $1 == *_lat ]] && size=64
-	GIDOPT=-x pair "$1" -s "$size" -n 200 -F
+	s0=$(streams_started)
+	GIDOPT=-x pair "$1" -s "$size" -n 200 -F || return 1
+	s1=$(streams_started)
+	echo "# streams started: $((s1 - s0))"
+	if [ "$1" = ib_write_bw ]; then
+		[ "$s1" -gt "$s0" ]
+	else
+		[ "$s1" -eq "$s0" ]
+	fi
 }
 
 # uc_writes: ib_write_bw over UC completes, and every WRITE it sent reached fer0 whole: the
-# link loses nothing, so neither may the receiver.
+# link loses nothing, so neither may the receiver. A UC QP never streams.
 uc_writes() {
-	local before after
-	before=$(counter fer0 rx_write_requests)
+	local before after s0
+	before=$(counter fer0 rx_write_requests) s0=$(streams_started)
 	GIDOPT=-x pair ib_write_bw -c UC -s 65536 -n 200 -F || return 1
 	after=$(counter fer0 rx_write_requests)
-	echo "# fer0 rx_write_requests +$((after - before)) of 200"
-	[ "$((after - before))" -eq 200 ]
+	echo "# fer0 rx_write_requests +$((after - before)) of 200; streams started: $(($(streams_started) - s0))"
+	[ "$((after - before))" -eq 200 ] && [ "$(streams_started)" -eq "$s0" ]
 }
 
 # xfer ARGS...: ferroce_xfer's server in A on fer0, its client in B on fer1 (or CLI_NS/CLI_DEV):
@@ -188,11 +202,13 @@ for mtu in $MTUS; do
 			pair ibv_rc_pingpong -m "$ib_mtu" -s "$size" -n "$(iters "$size")" -r 16 -c
 	done
 	for tool in $PERFTESTS; do
-		ktap_test_result "$tool at MTU $mtu" perf "$tool"
+		streamed="not streamed"
+		[ "$tool" = ib_write_bw ] && streamed=streamed
+		ktap_test_result "$tool at MTU $mtu ($streamed)" perf "$tool"
 	done
 	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (-c)" \
 		pair ibv_uc_pingpong -m "$ib_mtu" -s 65536 -n 50 -r 16 -c
-	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, every write arrived" uc_writes
+	ktap_test_result "UC: ib_write_bw -c UC at MTU $mtu, every write arrived, none streamed" uc_writes
 	xfer_all "$ib_mtu" "$mtu"
 done
 

@@ -14,6 +14,7 @@
 
 use crate::{
     cc::{Pace, QpCc},
+    counters::Counter,
     device::Ferroce,
     net::xmit::Xmit,
     proto::{
@@ -181,6 +182,7 @@ pub(crate) fn leaves_to_work(cx: &mut QpCtx<'_>) -> bool {
     let starts = cx.inner.attr.state == QpState::Rts;
     if !cx.inner.req.streaming && starts && may_stream(cx) && long() {
         set_streaming(cx, true);
+        cx.counters().inc(Counter::StreamsStarted);
     }
     cx.inner.req.streaming
 }
