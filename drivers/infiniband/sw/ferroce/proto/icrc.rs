@@ -202,26 +202,33 @@ mod tests {
         (ip, udp, bth)
     }
 
+    /// zlib's CRC over the packet as IBTA defines the ICRC's input: the masked LRH (8 bytes of
+    /// ones), then the IP header as `masked_ip` (its mutable fields already ones), the UDP
+    /// header and BTH of [`sample_ipv4`] with theirs masked, and the payload.
+    fn reference_icrc(masked_ip: &[u8], payload: &[u8]) -> u32 {
+        let (_, _, bth) = sample_ipv4();
+        let mut masked = [0xffu8; 8].to_vec();
+        masked.extend_from_slice(masked_ip);
+        masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
+        let mut mbth = bth;
+        mbth[4] = 0xff;
+        masked.extend_from_slice(&mbth);
+        masked.extend_from_slice(payload);
+        reference_crc32(&masked)
+    }
+
     #[test]
     fn icrc_is_zlib_crc_over_masked_packet() {
         let (ip, udp, bth) = sample_ipv4();
         let payload = [0x5a; 16];
         let mut icrc = Icrc::ipv4(&ip, &udp, &bth);
         icrc.update(&payload);
-
-        let mut masked = [0xffu8; 8].to_vec();
         let mut mip = ip;
         mip[1] = 0xff;
         mip[8] = 0xff;
         mip[10] = 0xff;
         mip[11] = 0xff;
-        masked.extend_from_slice(&mip);
-        masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
-        let mut mbth = bth;
-        mbth[4] = 0xff;
-        masked.extend_from_slice(&mbth);
-        masked.extend_from_slice(&payload);
-        assert_eq!(icrc.finish(), reference_crc32(&masked));
+        assert_eq!(icrc.finish(), reference_icrc(&mip, &payload));
     }
 
     #[test]
@@ -234,18 +241,10 @@ mod tests {
         let payload = [0xa5; 20];
         let mut icrc = Icrc::ipv6(&ip, &udp, &bth);
         icrc.update(&payload);
-
-        let mut masked = [0xffu8; 8].to_vec();
         let mut mip = ip;
         mip[..4].copy_from_slice(&[0x6f, 0xff, 0xff, 0xff]);
         mip[7] = 0xff;
-        masked.extend_from_slice(&mip);
-        masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
-        let mut mbth = bth;
-        mbth[4] = 0xff;
-        masked.extend_from_slice(&mbth);
-        masked.extend_from_slice(&payload);
-        assert_eq!(icrc.finish(), reference_crc32(&masked));
+        assert_eq!(icrc.finish(), reference_icrc(&mip, &payload));
     }
 
     #[test]
