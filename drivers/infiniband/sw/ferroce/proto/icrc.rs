@@ -136,7 +136,7 @@ fn masked_headers_crc<const N: usize>(
     udp: &[u8; UDP_HDR_LEN],
     bth: &[u8; BTH_LEN],
 ) -> u32 {
-    const { assert!(N <= IPV6_HDR_LEN) };
+    const { assert!(N == IPV4_HDR_LEN || N == IPV6_HDR_LEN) };
     let mut ip = *ip;
     mask_ip(&mut ip);
     let mut buf = [0u8; IPV6_HDR_LEN + UDP_HDR_LEN + BTH_LEN];
@@ -203,14 +203,16 @@ mod tests {
     }
 
     /// zlib's CRC over the packet as IBTA defines the ICRC's input: the masked LRH (8 bytes of
-    /// ones), then the IP header as `masked_ip` (its mutable fields already ones), the UDP
-    /// header and BTH of [`sample_ipv4`] with theirs masked, and the payload.
-    fn reference_icrc(masked_ip: &[u8], payload: &[u8]) -> u32 {
-        let (_, _, bth) = sample_ipv4();
+    /// ones), then the IP header as `masked_ip` (its mutable fields already ones), `udp` and
+    /// `bth` with theirs masked, and the payload.
+    fn reference_icrc(masked_ip: &[u8], udp: &[u8; 8], bth: &[u8; 12], payload: &[u8]) -> u32 {
         let mut masked = [0xffu8; 8].to_vec();
         masked.extend_from_slice(masked_ip);
-        masked.extend_from_slice(&[0xc0, 0x01, 0x12, 0xb7, 0x00, 0x28, 0xff, 0xff]);
-        let mut mbth = bth;
+        let mut mudp = *udp;
+        mudp[6] = 0xff;
+        mudp[7] = 0xff;
+        masked.extend_from_slice(&mudp);
+        let mut mbth = *bth;
         mbth[4] = 0xff;
         masked.extend_from_slice(&mbth);
         masked.extend_from_slice(payload);
@@ -228,7 +230,7 @@ mod tests {
         mip[8] = 0xff;
         mip[10] = 0xff;
         mip[11] = 0xff;
-        assert_eq!(icrc.finish(), reference_icrc(&mip, &payload));
+        assert_eq!(icrc.finish(), reference_icrc(&mip, &udp, &bth, &payload));
     }
 
     #[test]
@@ -237,14 +239,15 @@ mod tests {
         ip[..8].copy_from_slice(&[0x61, 0x23, 0x45, 0x67, 0x00, 0x2c, 0x11, 0x40]);
         ip[8..24].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
         ip[24..40].copy_from_slice(&[0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
-        let (_, udp, bth) = sample_ipv4();
+        let (_, mut udp, bth) = sample_ipv4();
+        udp[5] = 0x2c; // 8 + 12 + 20 + 4 bytes, as the IPv6 payload length says.
         let payload = [0xa5; 20];
         let mut icrc = Icrc::ipv6(&ip, &udp, &bth);
         icrc.update(&payload);
         let mut mip = ip;
         mip[..4].copy_from_slice(&[0x6f, 0xff, 0xff, 0xff]);
         mip[7] = 0xff;
-        assert_eq!(icrc.finish(), reference_icrc(&mip, &payload));
+        assert_eq!(icrc.finish(), reference_icrc(&mip, &udp, &bth, &payload));
     }
 
     #[test]
