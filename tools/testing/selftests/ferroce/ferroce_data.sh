@@ -153,12 +153,12 @@ perf() {
 # uc_writes: ib_write_bw over UC completes, and every WRITE it sent reached fer0 whole: the
 # link loses nothing, so neither may the receiver. A UC QP never streams.
 uc_writes() {
-	local before after s0
+	local before after s0 s1
 	before=$(counter fer0 rx_write_requests) s0=$(streams_started)
 	GIDOPT=-x pair ib_write_bw -c UC -s 65536 -n 200 -F || return 1
-	after=$(counter fer0 rx_write_requests)
-	echo "# fer0 rx_write_requests +$((after - before)) of 200; streams started: $(($(streams_started) - s0))"
-	[ "$((after - before))" -eq 200 ] && [ "$(streams_started)" -eq "$s0" ]
+	after=$(counter fer0 rx_write_requests) s1=$(streams_started)
+	echo "# fer0 rx_write_requests +$((after - before)) of 200; streams started: $((s1 - s0))"
+	[ "$((after - before))" -eq 200 ] && [ "$s1" -eq "$s0" ]
 }
 
 # xfer ARGS...: ferroce_xfer's server in A on fer0, its client in B on fer1 (or CLI_NS/CLI_DEV):
@@ -247,19 +247,22 @@ ktap_test_result "RC WRITE, SEND, READ and UC WRITE: 2048 WQEs posted at once, b
 ktap_test_result "SRQ: ibv_srq_pingpong, 16 QPs on one SRQ, 4 KiB x 100 each (-c)" \
 	pair ibv_srq_pingpong -m 1024 -s 4096 -n 100 -q 16 -r 64 -c
 
-# streams: eight RC QPs stream 64 KiB WRITEs for 4 s, which a worker sends beside the poster's
-# CPU: each QP's packets arrive in the order sent, and no QP runs out of retries. Sent from two
-# CPUs at once, a QP's packets overtook each other between the CPUs' receive backlogs: about
-# one request in a hundred came out of sequence, and some runs ended in RETRY_EXC_ERR. One in a
-# thousand is allowed here (a worker that moves to another CPU mid-stream).
+# streams: eight RC QPs stream 64 KiB WRITEs for 4 s (each QP's first WRITE starts a stream),
+# which a worker sends beside the poster's CPU: each QP's packets arrive in the order sent, and
+# no QP runs out of retries. Sent from two CPUs at once, a QP's packets overtook each other
+# between the CPUs' receive backlogs: about one request in a hundred came out of sequence, and
+# some runs ended in RETRY_EXC_ERR. One in a thousand is allowed here (a worker that moves to
+# another CPU mid-stream).
 streams() {
-	local ooo0 ooo1 re0 re1 p0 p1
+	local ooo0 ooo1 re0 re1 p0 p1 s0 s1
 	ooo0=$(counter fer0 out_of_seq_request) re0=$(retransmits) p0=$(counter fer0 rcvd_pkts)
+	s0=$(streams_started)
 	GIDOPT=-x pair ib_write_bw -q 8 -s 65536 -D 4 -f 1 -F || return 1
 	ooo1=$(counter fer0 out_of_seq_request) re1=$(retransmits) p1=$(counter fer0 rcvd_pkts)
-	echo "# fer0: $((p1 - p0)) packets, $((ooo1 - ooo0)) requests out of sequence; $((re1 - re0)) resends"
-	[ "$((p1 - p0))" -gt 1000 ] && [ "$((1000 * (ooo1 - ooo0)))" -le "$((p1 - p0))" ] ||
-		{ counters_shown fer0 fer1; return 1; }
+	s1=$(streams_started)
+	echo "# fer0: $((p1 - p0)) packets, $((ooo1 - ooo0)) requests out of sequence; $((re1 - re0)) resends; $((s1 - s0)) streams started"
+	[ "$((p1 - p0))" -gt 1000 ] && [ "$((1000 * (ooo1 - ooo0)))" -le "$((p1 - p0))" ] &&
+		[ "$((s1 - s0))" -ge 8 ] || { counters_shown fer0 fer1; return 1; }
 }
 ktap_test_result "8 RC QPs stream 64 KiB WRITEs for 4 s: in order, no QP fails" streams
 ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, -c)" \
