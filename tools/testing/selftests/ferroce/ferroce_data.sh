@@ -134,8 +134,14 @@ streams_started() {
 	echo $(($(counter fer0 tx_streams) + $(counter fer1 tx_streams)))
 }
 
-# perf TOOL: a short perftest run; latency tools with small messages. Only the 64 KiB RDMA
-# WRITEs stream (see leaves_to_work() in rc/req.rs): SENDs, READs and short WRITEs do not.
+# streams_for TOOL: whether perf's run of TOOL streams. Only the 64 KiB RDMA WRITEs do (see
+# leaves_to_work() in rc/req.rs): SENDs, READs and short WRITEs do not.
+streams_for() {
+	[ "$1" = ib_write_bw ]
+}
+
+# perf TOOL: a short perftest run; latency tools with small messages; it starts streams as
+# streams_for says.
 perf() {
 	local size=65536 s0 s1
 	[[ $1 == *_lat ]] && size=64
@@ -143,7 +149,7 @@ perf() {
 	GIDOPT=-x pair "$1" -s "$size" -n 200 -F || return 1
 	s1=$(streams_started)
 	echo "# streams started: $((s1 - s0))"
-	if [ "$1" = ib_write_bw ]; then
+	if streams_for "$1"; then
 		[ "$s1" -gt "$s0" ]
 	else
 		[ "$s1" -eq "$s0" ]
@@ -203,7 +209,7 @@ for mtu in $MTUS; do
 	done
 	for tool in $PERFTESTS; do
 		streamed="not streamed"
-		[ "$tool" = ib_write_bw ] && streamed=streamed
+		streams_for "$tool" && streamed=streamed
 		ktap_test_result "$tool at MTU $mtu ($streamed)" perf "$tool"
 	done
 	ktap_test_result "UC: ibv_uc_pingpong at MTU $mtu, 64 KiB (-c)" \
