@@ -69,13 +69,17 @@ write_n() {
 # the iterations done in the window. Eight WRITEs outstanding (-t 8): with perftest's 128,
 # 8 MiB queued at a few Mb/s, ferroce now and then completes none within the window (the same
 # happens without congestion control with 128 1 MiB WRITEs; issue 14).
+# The ACK timeout is 537 ms (-u 17), not perftest's default 14 (67 ms): under TCG a task
+# pinned to a guest CPU now and then wakes 30-90 ms late (~100 times per paced run), and a
+# message went unanswered for 80 ms, then arrived once, with no packet lost. Any ACK timeout
+# still fails no_timeout; one armed in the first 4.4 s of the run fires within it.
 rate() {
 	ip netns exec "$A" timeout 60 ib_write_bw -d fer0 -x "$GA" -m 1024 -s 65536 -D 5 -f 1 -Q 1 \
-		-t 8 -F >/dev/null 2>&1 &
+		-t 8 -u 17 -F >/dev/null 2>&1 &
 	local srv=$! out
 	wait_port "$A" 18515 || { kill "$srv"; return 1; }
 	out=$(ip netns exec "$B" timeout 60 ib_write_bw -d fer1 -x "$GB" -m 1024 -s 65536 -D 5 -f 1 \
-		-Q 1 -t 8 -F 10.75.0.1 2>&1)
+		-Q 1 -t 8 -u 17 -F 10.75.0.1 2>&1)
 	wait "$srv"
 	echo "$out" | awk '$1 == 65536 && $2 ~ /^[0-9]+$/ {printf "%.4f\n", $2 * 65536 * 8 / 3 / 1e9; exit}'
 }
@@ -189,9 +193,10 @@ ktap_test_result "no retry ran out" no_retry_ran_out
 # time, about 15 Mb/s for MTU 1024, well under what the requester sends unhindered (25 to 40
 # Mb/s on make check's debug kernel under TCG, 300 on make bench's). Asserted: at most 20 Mb/s
 # (the settled rate with room for perftest's 1.4 Mb/s steps and its +-9% from run to run;
-# measured 9.8-16.8 in make check runs) and under 80% of the unmarked rate. A fixed fraction of
-# the unmarked rate alone failed when the guest was slow: 16.8 against 60% of 28.0. The
-# additive increase is set at run time, on both devices.
+# measured 9.8-16.8 in make check runs) and under 80% of the unmarked rate; and at least 3 Mb/s
+# (6.1 the lowest of 83 runs), so that a QP that stalls after its first completions fails. A
+# fixed fraction of the unmarked rate alone failed when the guest was slow: 16.8 against 60% of
+# 28.0. The additive increase is set at run time, on both devices.
 setup
 echo 1 >"$(cc_file fer0 cc_params/rp_ai_rate)" && echo 1 >"$(cc_file fer1 cc_params/rp_ai_rate)" ||
 	ktap_exit_fail_msg "cannot set rp_ai_rate"
@@ -202,7 +207,7 @@ slowed() {
 	r=$(rate)
 	echo "# marked: $r Gb/s, unmarked: $plain Gb/s"
 	[ -n "$r" ] && [ -n "$plain" ] &&
-		awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r > 0 && r <= 0.020 && r < p * 0.8)}'
+		awk -v r="$r" -v p="$plain" 'BEGIN {exit !(r >= 0.003 && r <= 0.020 && r < p * 0.8)}'
 }
 mark
 ktap_test_result "the requester's rate falls under CNPs (fq keeps the departure times)" slowed
