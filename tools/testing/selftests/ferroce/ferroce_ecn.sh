@@ -74,12 +74,11 @@ write_n() {
 # message went unanswered for 80 ms, then arrived once, with no packet lost. Any ACK timeout
 # still fails no_timeout; one armed in the first 4.4 s of the run fires within it.
 rate() {
-	ip netns exec "$A" timeout 60 ib_write_bw -d fer0 -x "$GA" -m 1024 -s 65536 -D 5 -f 1 -Q 1 \
-		-t 8 -u 17 -F >/dev/null 2>&1 &
+	local args=(-m 1024 -s 65536 -D 5 -f 1 -Q 1 -t 8 -u 17 -F)
+	ip netns exec "$A" timeout 60 ib_write_bw -d fer0 -x "$GA" "${args[@]}" >/dev/null 2>&1 &
 	local srv=$! out
 	wait_port "$A" 18515 || { kill "$srv"; return 1; }
-	out=$(ip netns exec "$B" timeout 60 ib_write_bw -d fer1 -x "$GB" -m 1024 -s 65536 -D 5 -f 1 \
-		-Q 1 -t 8 -u 17 -F 10.75.0.1 2>&1)
+	out=$(ip netns exec "$B" timeout 60 ib_write_bw -d fer1 -x "$GB" "${args[@]}" 10.75.0.1 2>&1)
 	wait "$srv"
 	echo "$out" | awk '$1 == 65536 && $2 ~ /^[0-9]+$/ {printf "%.4f\n", $2 * 65536 * 8 / 3 / 1e9; exit}'
 }
