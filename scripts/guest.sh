@@ -44,8 +44,12 @@ build=$(cat "$FERROCE_CACHE/current-build" 2>/dev/null) || die "no kernel built 
 # critical lines such as "kernel BUG at", and an oops or a panic raises the level and prints in
 # full, so a guest that dies says why (check.sh shows it). The boot's first lines come before the
 # level is parsed.
+# tsc=reliable: under TCG a vCPU that the host leaves waiting makes the clocksource watchdog
+# call the TSC unstable; the switch to the HPET then patches sched_clock's static key while the
+# other vCPU runs it, which oopsed a bench guest ("Oops: int3" in sched_clock_cpu), and reading
+# the HPET would slow every clock read for the rest of the boot.
 opts=(--run "$build" --cpus "${GUEST_CPUS:-2}" --memory "${GUEST_MEM:-2G}" --disable-microvm
-	--force-9p --append log_buf_len=16M --verbose --append loglevel=3
+	--force-9p --append log_buf_len=16M --verbose --append loglevel=3 --append tsc=reliable
 	--append rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose)
 if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
 	echo "guest: KVM" >&2
