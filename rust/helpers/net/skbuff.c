@@ -13,6 +13,19 @@ __rust_helper int rust_helper_skb_linearize(struct sk_buff *skb)
 	return skb_linearize(skb);
 }
 
+/* skb_has_shared_frag() for the skb and each skb of its frag_list (skb_walk_frags). */
+__rust_helper bool rust_helper_skb_walk_has_shared_frag(struct sk_buff *skb)
+{
+	struct sk_buff *frag;
+
+	if (skb_has_shared_frag(skb))
+		return true;
+	skb_walk_frags(skb, frag)
+		if (skb_has_shared_frag(frag))
+			return true;
+	return false;
+}
+
 __rust_helper unsigned char *rust_helper_skb_network_header(const struct sk_buff *skb)
 {
 	return skb_network_header(skb);

@@ -145,6 +145,24 @@ impl SkBuff {
         to_result(unsafe { bindings::skb_linearize(self.as_raw()) })
     }
 
+    /// Whether page fragments of the skb, or of an skb on its fragment list, may be changed by
+    /// someone else while it is read: pages of a file or a process that a sender spliced into
+    /// it (`SKBFL_SHARED_FRAG`).
+    pub fn has_shared_frags(&self) -> bool {
+        // SAFETY: By the type invariant the skb is valid, and so is its fragment list, which
+        // nobody changes while we own it; the call reads their flags.
+        unsafe { bindings::skb_walk_has_shared_frag(self.as_raw()) }
+    }
+
+    /// Makes the skb's bytes its own: shared fragments (see [`Self::has_shared_frags`]) are
+    /// copied into the linear area and released. `ENOMEM` if there is no memory for them.
+    pub fn unshare_frags(&mut self) -> Result {
+        if self.has_shared_frags() {
+            self.linearize()?;
+        }
+        Ok(())
+    }
+
     /// Copies `out.len()` bytes from `offset` bytes after `data` into `out`, wherever they lie
     /// (linear area, page fragments or fragment list). `EFAULT` if the skb is shorter.
     pub fn copy_bits(&self, offset: usize, out: &mut [u8]) -> Result {
@@ -160,13 +178,19 @@ impl SkBuff {
 
     /// Calls `f` with the bytes from `offset` to `offset + len` (after `data`), in order, one
     /// contiguous piece at a time, without copying them: the way to read a non-linear skb.
-    /// `EFAULT` if the skb is shorter; `f`'s error ends the walk. `f` must not sleep.
+    /// `EFAULT` if the skb is shorter or its bytes cannot be read (device memory); `f`'s error
+    /// ends the walk. `f` must not sleep. `EINVAL` if its fragments are shared
+    /// ([`Self::unshare_frags`] makes them its own): a reference to bytes that someone may
+    /// change meanwhile would not be sound.
     pub fn for_each_piece(
         &self,
         offset: usize,
         len: usize,
         mut f: impl FnMut(&[u8]) -> Result,
     ) -> Result {
+        if self.has_shared_frags() {
+            return Err(EINVAL);
+        }
         let end = offset.checked_add(len).ok_or(EFAULT)?;
         if end > self.len() as usize {
             return Err(EFAULT);
@@ -188,7 +212,8 @@ impl SkBuff {
             // It hands out whole blocks: the last may run past `to`.
             let n = n.min(to - from - done);
             // SAFETY: `skb_seq_read` mapped at least `n` bytes at `data`; they stay mapped until
-            // the next call or the abort below, and `f` does not outlive this iteration.
+            // the next call or the abort below, and `f` does not outlive this iteration. No
+            // fragment is shared (checked above), so nobody changes them meanwhile.
             let piece = unsafe { core::slice::from_raw_parts(data, n as usize) };
             if let Err(e) = f(piece) {
                 break Err(e);
@@ -197,7 +222,11 @@ impl SkBuff {
         };
         // SAFETY: Unmaps what the walk may still hold; harmless after a complete walk.
         unsafe { bindings::skb_abort_seq_read(&mut st) };
-        res
+        // The walk ends early at memory it cannot map (device or unreadable pages).
+        match res {
+            Ok(()) if done != to - from => Err(EFAULT),
+            res => res,
+        }
     }
 
     /// Returns the bytes from the network header to the end of the linear area, and the offset

@@ -16,7 +16,7 @@ trap ns_cleanup EXIT
 
 ktap_print_header
 require rdma ip ss python3 /usr/bin/python3
-ktap_set_plan 18
+ktap_set_plan 19
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -92,21 +92,28 @@ bad_lengths() {
 }
 ktap_test_result "pad beyond the payload, or payload on a READ request, is a bad length" \
 	bad_lengths
+# ipv6_received [ARGS...]: a good packet and one with a bad ICRC, sent over IPv6 with ARGS,
+# are told apart.
 ipv6_received() {
 	local qpn0 qpn1 icrc0 icrc1
 	qpn0=$(fer0_counter rcvd_drop_bad_qpn) icrc0=$(fer0_counter rcvd_drop_bad_icrc)
-	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 good >/dev/null || return 1
-	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 bad_icrc >/dev/null || return 1
+	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 "$@" good >/dev/null || return 1
+	ip netns exec "$B" python3 "$INJECT" --src fd70::2 --dst fd70::1 "$@" bad_icrc >/dev/null ||
+		return 1
 	for _ in $(seq 25); do
 		qpn1=$(fer0_counter rcvd_drop_bad_qpn) icrc1=$(fer0_counter rcvd_drop_bad_icrc)
 		[ "$((qpn1 - qpn0))" -ge 1 ] && [ "$((icrc1 - icrc0))" -ge 1 ] && break
 		sleep 0.2
 	done
-	echo "# IPv6: bad_qpn $qpn0 -> $qpn1 (good ICRC), bad_icrc $icrc0 -> $icrc1 (bad ICRC)"
+	echo "# IPv6$*: bad_qpn $qpn0 -> $qpn1 (good ICRC), bad_icrc $icrc0 -> $icrc1 (bad ICRC)"
 	# The good one passed the ICRC check (and found no QP); the bad one failed it.
 	[ "$((qpn1 - qpn0))" -eq 1 ] && [ "$((icrc1 - icrc0))" -eq 1 ]
 }
 ktap_test_result "IPv6 packets are received and their ICRC checked" ipv6_received
+# A datagram spliced from a file carries the file's pages, which may change while they are read
+# (SKBFL_SHARED_FRAG): ferroce copies such a packet first, then judges it like any other.
+ktap_test_result "packets spliced from a file's pages are copied, then their ICRC checked" \
+	ipv6_received --splice
 
 # UD sends posted through pyverbs on fer0 leave as valid RoCEv2 packets: a raw socket in B
 # checks the ICRC, headers and payload; the sender checks completions and error statuses.

@@ -14,6 +14,10 @@ syndrome --syndrome (default 0x1f, an ACK). --pkey sets every packet's P_Key.
 
 With --print, each packet is written to stdout as "CASE HEX" (the whole IP packet) instead of
 being sent, which needs no privileges.
+
+With --splice (IPv6 only), each packet leaves through a UDP socket, its UDP payload spliced
+(sendfile) from a file: the kernel attaches the file's page-cache pages to the skb as fragments
+that others may change (SKBFL_SHARED_FRAG), as for any spliced datagram.
 """
 
 import argparse
@@ -23,6 +27,7 @@ import os
 import socket
 import struct
 import sys
+import tempfile
 import time
 import zlib
 
@@ -461,6 +466,8 @@ def parse_args(argv):
                     help="FETH selectivity level of rc_flush (default 0, a range)")
     ap.add_argument("--pkey", type=int_arg, default=0xffff, help="P_Key (default 0xffff)")
     ap.add_argument("--print", action="store_true", help="print packets as hex, do not send")
+    ap.add_argument("--splice", action="store_true",
+                    help="send from a UDP socket, the payload spliced from a file (IPv6 only)")
     ap.add_argument("case", choices=CASES + RC_CASES + UC_CASES + ["all"])
     args = ap.parse_args(argv)
     try:
@@ -469,6 +476,9 @@ def parse_args(argv):
         ap.error(str(e))
     if src.version != dst.version:
         ap.error("--src and --dst must both be IPv4 or both IPv6")
+    # IPv4's ICRC covers the IP ID, which a UDP socket's kernel chooses.
+    if args.splice and src.version != 6:
+        ap.error("--splice needs IPv6 addresses")
     for name, lim in (("qpn", 1 << 24), ("psn", 1 << 24), ("tos", 1 << 8),
                       ("sport", 1 << 16), ("qkey", 1 << 32), ("count", 1 << 31),
                       ("rkey", 1 << 32), ("va", 1 << 64), ("length", 1 << 32),
@@ -477,6 +487,26 @@ def parse_args(argv):
         if getattr(args, name) is not None and not 0 <= getattr(args, name) < lim:
             ap.error(f"--{name} out of range")
     return args
+
+
+def send_spliced(args, packets):
+    """Sends each IPv6 packet's UDP payload from a UDP socket bound to the source address and
+    port the ICRC covers, by sendfile() from a file that holds it: one datagram per call."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    with s:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, args.tos)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, TTL)
+        s.bind((args.src, args.sport))
+        s.connect((args.dst, ROCE_PORT))
+        for c, pkt in packets:
+            payload = pkt[IPV6_HDR_LEN + 8:]
+            with tempfile.TemporaryFile() as f:
+                f.write(payload)
+                f.flush()
+                for _ in range(args.count):
+                    if os.sendfile(s.fileno(), f.fileno(), 0, len(payload)) != len(payload):
+                        sys.exit(f"roce_inject: {c}: sendfile sent part of the datagram")
+    return 0
 
 
 def main(argv=None):
@@ -488,6 +518,8 @@ def main(argv=None):
         for c, pkt in packets:
             print(c, pkt.hex())
         return 0
+    if args.splice:
+        return send_spliced(args, packets)
     sock = open_socket(args)
     v4 = ipaddress.ip_address(args.src).version == 4
     with sock:

@@ -298,6 +298,31 @@ class CliTest(unittest.TestCase):
         self.assertEqual(sock.sendto.call_count, 3 * len(ri.CASES))
         sock.sendto.assert_any_call(build("good"), ("10.0.0.1", 0))
 
+    def test_spliced_datagrams_carry_the_udp_payload_whole(self):
+        """--splice over ::1, unprivileged: each sendfile() is one datagram, the packet from
+        its BTH to its ICRC, from the source port the ICRC covers (to a free port of its own
+        instead of 4791)."""
+        rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        with rx, tx:
+            rx.bind(("::1", 0))
+            tx.bind(("::1", 0))
+            sport = tx.getsockname()[1]
+            tx.close()
+            rx.settimeout(5)
+            args = ["--src", "::1", "--dst", "::1", "--sport", str(sport), "--count", "2"]
+            with mock.patch.object(ri, "ROCE_PORT", rx.getsockname()[1]):
+                rc, _ = self.run_main(args + ["--splice", "good"])
+                want = ri.build("good", ri.parse_args(args + ["good"]))[ri.IPV6_HDR_LEN + 8:]
+            got = [rx.recvfrom(4096) for _ in range(2)]
+        self.assertEqual(rc, 0)
+        self.assertEqual([(d, a[1]) for d, a in got], [(want, sport)] * 2)
+
+    def test_splice_needs_ipv6(self):
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as cm:
+            ri.main(ARGS4 + ["--splice", "good"])
+        self.assertEqual(cm.exception.code, 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,10 +3,11 @@
 //! The receive path: from the UDP socket's encapsulation hook to the queue pair a packet is for.
 //!
 //! Everything here comes from the wire and is untrusted. In softirq, a packet's headers are
-//! copied out of the skb (which may be non-linear: it is never linearised) and parsed, lengths
-//! first; its QP is found by number without a lock; the QP then checks the ICRC before it acts
-//! on anything, and takes the packet at once or, if it is busy, queues it (see
-//! [`crate::qp::QpShared::receive`]). Every drop is counted by reason.
+//! copied out of the skb (which may be non-linear: it is linearised only if its fragments are
+//! pages its sender may change, see [`deliver`]) and parsed, lengths first; its QP is found by
+//! number without a lock; the QP then checks the ICRC before it acts on anything, and takes the
+//! packet at once or, if it is busy, queues it (see [`crate::qp::QpShared::receive`]). Every
+//! drop is counted by reason.
 
 use crate::{
     counters::Counter,
@@ -44,12 +45,18 @@ impl EncapRecv for Receiver {
 
 /// Hands one packet (`data` at its UDP header) to its QP: one from the socket, or, with
 /// `looped`, one a QP of the same device sent to the device's own address.
-pub(crate) fn deliver(data: &FerroceDevice, skb: SkBuff, looped: bool) {
+pub(crate) fn deliver(data: &FerroceDevice, mut skb: SkBuff, looped: bool) {
     let counters = &data.counters;
     let pkt = match RxHeaders::parse(&skb) {
         Ok(h) => h,
         Err(r) => return counters.inc(drop_counter(Reject::Packet(r))),
     };
+    // A datagram spliced from a file or a process's pages (by this kernel, over veth or
+    // loopback) is copied before its payload is read: its sender may change those pages
+    // meanwhile. After parsing, so that only a packet of a valid size costs the copy.
+    if skb.unshare_frags().is_err() {
+        return counters.inc(Counter::DropNoMem);
+    }
     if pkt.bth.dest_qpn == MULTICAST_QPN {
         return deliver_multicast(data, skb, pkt, looped);
     }
@@ -281,7 +288,8 @@ impl<'a> Packet<'a> {
     }
 }
 
-/// The payload of a received packet, in its skb: read in place, never linearised.
+/// The payload of a received packet, in its skb: read in place (linearised only if it was
+/// shared, see [`deliver`]).
 pub(crate) struct Payload<'a> {
     skb: &'a SkBuff,
     off: usize,
