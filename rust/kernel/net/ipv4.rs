@@ -82,7 +82,8 @@ impl Route {
     }
 
     /// Sends `skb`, a whole IPv4 packet (see [`SkBuff::new_packet`]). The stack sets the
-    /// header's total length and checksum; everything else is the caller's.
+    /// header's total length and checksum; everything else is the caller's. `ENOBUFS` if a qdisc
+    /// dropped it.
     pub fn send(self, net: &Namespace, skb: SkBuff) -> Result {
         let skb = skb.into_raw();
         let rt = self.rt;
@@ -94,13 +95,7 @@ impl Route {
             bindings::skb_dst_set(skb, &raw mut (*rt).dst);
             bindings::ip_local_out(net.as_raw(), core::ptr::null_mut(), skb)
         };
-        // Positive values are congestion notices: the packet was queued or dropped like any
-        // other, which reliability above handles.
-        if ret < 0 {
-            Err(Error::from_errno(ret))
-        } else {
-            Ok(())
-        }
+        super::skbuff::local_out_result(ret)
     }
 }
 

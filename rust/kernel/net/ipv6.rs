@@ -101,7 +101,8 @@ impl Route {
     }
 
     /// Sends `skb`, a whole IPv6 packet (see [`SkBuff::new_packet`]). The stack sets the
-    /// payload length; everything else (the UDP checksum too) is the caller's.
+    /// payload length; everything else (the UDP checksum too) is the caller's. `ENOBUFS` if a
+    /// qdisc dropped it.
     pub fn send(self, net: &Namespace, skb: SkBuff) -> Result {
         let skb = skb.into_raw();
         let dst = self.dst;
@@ -114,12 +115,7 @@ impl Route {
             bindings::skb_dst_set(skb, dst);
             bindings::ip6_local_out(net.as_raw(), core::ptr::null_mut(), skb)
         };
-        // Positive values are congestion notices, as for IPv4.
-        if ret < 0 {
-            Err(Error::from_errno(ret))
-        } else {
-            Ok(())
-        }
+        super::skbuff::local_out_result(ret)
     }
 }
 

@@ -14,6 +14,19 @@ use crate::{
 };
 use core::ptr::NonNull;
 
+/// What `ip_local_out` or `ip6_local_out` returned, as `net_xmit_eval` reads it: an error, or
+/// `ENOBUFS` if the packet was dropped as it was queued (`NET_XMIT_DROP`), so that the sender
+/// can count it; a congestion notice (`NET_XMIT_CN`) means it was queued.
+pub(crate) fn local_out_result(ret: c_int) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else if ret == 0 || ret as u32 == bindings::NET_XMIT_CN {
+        Ok(())
+    } else {
+        Err(ENOBUFS)
+    }
+}
+
 /// An owned socket buffer; dropping it frees it as a drop (`kfree_skb`), [`SkBuff::consume`]
 /// frees it as consumed.
 ///
@@ -258,7 +271,8 @@ impl SkBuff {
     }
 
     /// Sends a whole IP packet that a route's `attach` routed, in the namespace of the device
-    /// the route leaves by. `EINVAL` (and the skb is dropped) if it carries no route.
+    /// the route leaves by. `EINVAL` (and the skb is dropped) if it carries no route; `ENOBUFS`
+    /// if a qdisc dropped it (see [`local_out_result`]).
     pub fn send_routed(self) -> Result {
         let skb = self.into_raw();
         // SAFETY: We own `skb`. Its route holds its device, whose namespace outlives it; the
@@ -281,13 +295,7 @@ impl SkBuff {
                 }
             }
         };
-        // Positive values are congestion notices: the packet was queued or dropped like any
-        // other, which reliability above handles.
-        if ret < 0 {
-            Err(Error::from_errno(ret))
-        } else {
-            Ok(())
-        }
+        local_out_result(ret)
     }
 
     /// Frees the skb as consumed: it was delivered, not dropped.

@@ -11,6 +11,8 @@
 # ferroce_lib.sh: it ends without a handshake); ib_write_bw and ferroce_xfer lose ACKs too.
 # LOSS_RUNS (default 3) is how many runs of each, LOSSES (default "1 5") the loss rates in %;
 # `make check` runs 1% once, `make soak` both rates 20 times.
+# Last, a queue on the requester's side that drops: each packet it drops is counted in
+# send_err, and every byte arrives.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -25,7 +27,7 @@ LOSSES=${LOSSES:-1 5}
 ktap_print_header
 require rdma ip ss tc ibv_rc_pingpong ib_write_bw timeout "$XFER"
 set -- $LOSSES
-ktap_set_plan $(($# * 4 * RUNS))
+ktap_set_plan $(($# * 4 * RUNS + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 two_devices 10.73.0
@@ -107,5 +109,33 @@ for loss in $LOSSES; do
 			xfer -t rc -o read -m 1024 -s 1,4097,65536,262144 -n 24 -w 8
 	done
 done
+
+# A queue on the requester's own side that drops: a tbf of 8 Mb/s with room for three packets
+# takes fer1's RoCE packets (a u32 filter on UDP 4791; TCP and ARP go by). Each packet it
+# drops comes back to the sender as NET_XMIT_DROP, which fer1 counts in send_err, as C rxe
+# does, instead of losing it in silence; go-back-N resends it, and every byte arrives.
+qdisc_drops() {
+	local e0 drops errs
+	tc -n "$A" qdisc del dev va root 2>/dev/null
+	tc -n "$B" qdisc del dev vb root 2>/dev/null
+	tc -n "$B" qdisc add dev vb root handle 1: prio bands 2 \
+		priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
+		tc -n "$B" qdisc add dev vb parent 1:1 handle 10: \
+			tbf rate 8mbit burst 4500 limit 4500 &&
+		tc -n "$B" filter add dev vb parent 1: protocol ip prio 1 u32 \
+			match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:1 || return 1
+	e0=$(counter fer1 send_err)
+	run 18600 "$XFER" -d fer0 -g "$GA" -t rc -o write -m 1024 -s 65536 -n 16 -w 4 -- \
+		"$XFER" -d fer1 -g "$GB" -t rc -o write -m 1024 -s 65536 -n 16 -w 4 10.73.0.1 ||
+		return 1
+	drops=$(tc -s -n "$B" qdisc show dev vb |
+		awk '/^qdisc tbf 10:/ {getline; sub(/.*\(dropped /, ""); sub(/,.*/, ""); print}')
+	errs=$(($(counter fer1 send_err) - e0))
+	echo "# the tbf dropped ${drops:-?} of fer1's packets; send_err +$errs"
+	# At most as many: a packet another CPU's enqueue defers is dropped with success returned.
+	[ -n "$drops" ] && [ "$errs" -gt 0 ] && [ "$errs" -le "$drops" ]
+}
+ktap_test_result "packets a qdisc drops on the sender are counted in send_err, and resent" \
+	qdisc_drops
 
 ktap_finished
