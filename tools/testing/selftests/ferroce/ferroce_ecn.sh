@@ -200,12 +200,10 @@ ktap_test_result "no retry ran out" no_retry_ran_out
 # rate at least twice it.
 RATE_FLOOR_KBPS=4794
 setup
-for kv in rp_dce_tcp_rtt=131071 rp_time_reset=131071 rp_clamp_tgt_rate=1 rp_min_rate=5 \
-	np_min_time_between_cnps=1000; do
-	for dev in fer0 fer1; do
-		echo "${kv#*=}" >"$(cc_file "$dev" "cc_params/${kv%=*}")" ||
-			ktap_exit_fail_msg "cannot set ${kv%=*} on $dev"
-	done
+for dev in fer0 fer1; do
+	cc_set "$dev" rp_dce_tcp_rtt=131071 rp_time_reset=131071 rp_clamp_tgt_rate=1 rp_min_rate=5 \
+		np_min_time_between_cnps=1000 ||
+		ktap_exit_fail_msg "cannot set the rate test's parameters on $dev"
 done
 plain=$(rate)
 echo "# unmarked: $plain Gb/s"
@@ -236,11 +234,9 @@ ktap_test_result "no ACK timeout while paced without fq" no_timeout
 # fell 10 to 40% short, by turns. Measured by ferroce_xfer's receiver, bytes over the
 # transfer's time (perftest's iterations in a window of its -D mode varied by 9% as well).
 predicted() {
-	local kv r srv rc=0
-	for kv in rp_rate_to_set_on_first_cnp=4 rp_clamp_tgt_rate=1 rp_min_dec_fac=100 \
-		rp_time_reset=131071; do
-		echo "${kv#*=}" >"$(cc_file fer1 "cc_params/${kv%=*}")" || return 1
-	done
+	local r srv rc=0
+	cc_set fer1 rp_rate_to_set_on_first_cnp=4 rp_clamp_tgt_rate=1 rp_min_dec_fac=100 \
+		rp_time_reset=131071 || return 1
 	ip netns exec "$A" timeout 120 "$XFER" -d fer0 -g "$GA" -t rc -m 1024 -s 65536 -n 24 \
 		-w 16 >/tmp/ferroce_ecn_srv.log 2>&1 &
 	srv=$!

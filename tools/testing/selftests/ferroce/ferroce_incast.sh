@@ -192,12 +192,9 @@ DCQCN="rp_time_reset=$((300 * SCALE)) rp_dce_tcp_rtt=$((1 * SCALE))
 
 # set_cc ON: cc_enable on every device, and the fabric's DCQCN settings.
 set_cc() {
-	local d kv
+	local d
 	for d in fs1 fs2 fs3 fp fr; do
-		echo "$1" >"$(cc_file "$d" cc_enable)" || return 1
-		for kv in $DCQCN; do
-			echo "${kv#*=}" >"$(cc_file "$d" "cc_params/${kv%=*}")" || return 1
-		done
+		echo "$1" >"$(cc_file "$d" cc_enable)" && cc_set "$d" $DCQCN || return 1
 	done
 }
 

@@ -95,6 +95,16 @@ cc_file() {
 	echo "/sys/kernel/debug/ferroce/$1/$2"
 }
 
+# cc_set DEV NAME=VALUE...: DEV's DCQCN parameters cc_params/NAME set, in order; false at the
+# first one refused.
+cc_set() {
+	local dev=$1 kv
+	shift
+	for kv in "$@"; do
+		echo "${kv#*=}" >"$(cc_file "$dev" "cc_params/${kv%=*}")" || return 1
+	done
+}
+
 # counter DEV NAME: what `rdma statistic` shows for NAME on DEV port 1.
 counter() {
 	rdma statistic show link "$1"/1 | awk -v n="$2" '{for (i = 1; i < NF; i++) if ($i == n) {print $(i + 1); exit}}'

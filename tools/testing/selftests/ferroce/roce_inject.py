@@ -263,10 +263,16 @@ def open_socket(args):
         s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP)
     except PermissionError:
         sys.exit("roce_inject: need CAP_NET_RAW (run as root)")
+    return ipv6_source(s, args, 0)
+
+
+def ipv6_source(s, args, port):
+    """IPv6 socket S with the traffic class and hop limit of the packets built for ARGS, bound
+    to their source address (the ICRC covers it: it must be this one) and PORT."""
     try:
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, args.tos)
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, TTL)
-        s.bind((args.src, 0))  # the ICRC covers the source address: it must be this one
+        s.bind((args.src, port))
     except OSError as e:
         sys.exit(f"roce_inject: cannot use source {args.src}: {e.strerror}")
     return s
@@ -492,11 +498,7 @@ def parse_args(argv):
 def send_spliced(args, packets):
     """Sends each IPv6 packet's UDP payload from a UDP socket bound to the source address and
     port the ICRC covers, by sendfile() from a file that holds it: one datagram per call."""
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    with s:
-        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, args.tos)
-        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, TTL)
-        s.bind((args.src, args.sport))
+    with ipv6_source(socket.socket(socket.AF_INET6, socket.SOCK_DGRAM), args, args.sport) as s:
         s.connect((args.dst, ROCE_PORT))
         for c, pkt in packets:
             payload = pkt[IPV6_HDR_LEN + 8:]
