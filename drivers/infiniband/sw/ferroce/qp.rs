@@ -37,7 +37,7 @@ use crate::{
     queue::{mminfo, MMINFO_SIZE},
     rc, ud,
 };
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     impl_has_hr_timer, impl_has_work,
     net::skbuff::SkbQueue,
@@ -199,6 +199,9 @@ pub(crate) struct QpShared {
     tx: SkbQueue,
     /// Someone is sending `tx`: one sender at a time keeps the order.
     tx_busy: AtomicBool,
+    /// The PSN of the earliest RC request the stack dropped as it was queued, for the
+    /// requester to send again from ([`tx::NO_DROP`] if none).
+    tx_drop: AtomicU32,
     #[pin]
     inner: SpinLockBh<QpInner>,
 }
@@ -290,6 +293,7 @@ impl QpShared {
         let cons = inner.sq_cons;
         inner.req.reset(cons);
         self.streaming.store(false, Ordering::Release);
+        self.tx_drop.store(tx::NO_DROP, Ordering::Relaxed);
     }
 
     /// Completes every posted WQE with a flush error: receives first, then sends.
@@ -462,6 +466,7 @@ impl FerroceQp {
                 rx_bytes: AtomicUsize::new(0),
                 tx <- SkbQueue::new(),
                 tx_busy: AtomicBool::new(false),
+                tx_drop: AtomicU32::new(tx::NO_DROP),
                 inner <- new_spinlock_bh!(
                     QpInner {
                         attr: QpAttr {

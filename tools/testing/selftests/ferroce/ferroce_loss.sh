@@ -12,7 +12,8 @@
 # LOSS_RUNS (default 3) is how many runs of each, LOSSES (default "1 5") the loss rates in %;
 # `make check` runs 1% once, `make soak` both rates 20 times.
 # Last, a queue on the requester's side that drops: each packet it drops is counted in
-# send_err, and every byte arrives.
+# send_err, the requester waits for the queue to move, and every byte arrives; a queue that
+# drops every packet fails the WQE once the retries run out.
 
 source "$(dirname "$0")/../kselftest/ktap_helpers.sh"
 source "$(dirname "$0")/ferroce_lib.sh"
@@ -27,7 +28,7 @@ LOSSES=${LOSSES:-1 5}
 ktap_print_header
 require rdma ip ss tc ibv_rc_pingpong ib_write_bw timeout "$XFER"
 set -- $LOSSES
-ktap_set_plan $(($# * 4 * RUNS + 1))
+ktap_set_plan $(($# * 4 * RUNS + 2))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 two_devices 10.73.0
@@ -113,17 +114,25 @@ done
 # A queue on the requester's own side that drops: a tbf of 8 Mb/s with room for three packets
 # takes fer1's RoCE packets (a u32 filter on UDP 4791; TCP and ARP go by). Each packet it
 # drops comes back to the sender as NET_XMIT_DROP, which fer1 counts in send_err, as C rxe
-# does, instead of losing it in silence; go-back-N resends it, and every byte arrives.
-qdisc_drops() {
-	local e0 drops errs
+# does, instead of losing it in silence. fer1 holds back the requests after it, goes back to
+# it and waits for the queue to move: every byte arrives, at most 1024 packets are dropped
+# for the 1024 delivered, and the transfer gets at least 3 Mb/s of the tbf's 8 (6.0 to 7.1
+# measured; 4.5 with the host busy). Resending at once, go-back-N dropped 2.3 to 3.6 packets
+# per one delivered, and got 1.8 to 2.2 Mb/s.
+# roce_queue QDISC...: fer1's RoCE packets (a u32 filter on UDP 4791) go through QDISC, the
+# rest (TCP, ARP) by.
+roce_queue() {
 	tc -n "$A" qdisc del dev va root 2>/dev/null
 	tc -n "$B" qdisc del dev vb root 2>/dev/null
 	tc -n "$B" qdisc add dev vb root handle 1: prio bands 2 \
 		priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
-		tc -n "$B" qdisc add dev vb parent 1:1 handle 10: \
-			tbf rate 8mbit burst 4500 limit 4500 &&
+		tc -n "$B" qdisc add dev vb parent 1:1 handle 10: "$@" &&
 		tc -n "$B" filter add dev vb parent 1: protocol ip prio 1 u32 \
-			match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:1 || return 1
+			match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:1
+}
+qdisc_drops() {
+	local e0 secs kbps drops errs
+	roce_queue tbf rate 8mbit burst 4500 limit 4500 || return 1
 	e0=$(counter fer1 send_err)
 	run 18600 "$XFER" -d fer0 -g "$GA" -t rc -o write -m 1024 -s 65536 -n 16 -w 4 -- \
 		"$XFER" -d fer1 -g "$GB" -t rc -o write -m 1024 -s 65536 -n 16 -w 4 10.73.0.1 ||
@@ -131,11 +140,47 @@ qdisc_drops() {
 	drops=$(tc -s -n "$B" qdisc show dev vb |
 		awk '/^qdisc tbf 10:/ {getline; sub(/.*\(dropped /, ""); sub(/,.*/, ""); print}')
 	errs=$(($(counter fer1 send_err) - e0))
-	echo "# the tbf dropped ${drops:-?} of fer1's packets; send_err +$errs"
+	secs=$(sed -n 's/.*rc write, 16 messages: 16 byte-exact.* bad, \([0-9.]*\) s,.*/\1/p' \
+		/tmp/ferroce_loss_*.log)
+	kbps=$(awk -v s="$secs" 'BEGIN { if (s > 0) printf "%d", 16 * 65536 * 8 / 1000 / s }')
+	echo "# the tbf dropped ${drops:-?} of fer1's packets; send_err +$errs;" \
+		"1 MiB in ${secs:-?} s: ${kbps:-?} kb/s through 8000"
 	# At most as many: a packet another CPU's enqueue defers is dropped with success returned.
-	[ -n "$drops" ] && [ "$errs" -gt 0 ] && [ "$errs" -le "$drops" ]
+	[ -n "$drops" ] && [ "$errs" -gt 0 ] && [ "$errs" -le "$drops" ] &&
+		[ "$drops" -le 1024 ] && [ "${kbps:-0}" -ge 3000 ]
 }
-ktap_test_result "packets a qdisc drops on the sender are counted in send_err, and resent" \
+ktap_test_result "packets a qdisc drops on the sender are counted, and the sender waits for it" \
 	qdisc_drops
+
+# A queue that drops every RoCE packet (a pfifo with room for none). Waiting for it to move
+# spends no retry, but the ACK timeout runs on: the send fails with RETRY_EXC_ERR within 5 s
+# (retry_cnt 7, 67 ms timeouts: 1.1 s measured), as over a dead path, instead of waiting
+# forever (as it did while the wait put off the ACK timeout).
+qdisc_drops_all() {
+	local e0 x0 t0 ms srv cli errs
+	roce_queue pfifo limit 0 || return 1
+	e0=$(counter fer1 send_err) x0=$(counter fer1 retry_exceeded_err)
+	ip netns exec "$A" timeout 30 ibv_rc_pingpong -d fer0 -g "$GA" -p 18602 -s 4096 -n 1 \
+		>/tmp/ferroce_loss_srv.log 2>&1 &
+	srv=$!
+	wait_port "$A" 18602 || { kill "$srv"; wait "$srv"; return 1; }
+	t0=$(date +%s%N)
+	ip netns exec "$B" timeout 20 ibv_rc_pingpong -d fer1 -g "$GB" -p 18602 -s 4096 -n 1 \
+		10.73.0.1 >/tmp/ferroce_loss_cli.log 2>&1
+	cli=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill "$srv" 2>/dev/null
+	wait "$srv"
+	tc -n "$B" qdisc del dev vb root
+	errs=$(($(counter fer1 send_err) - e0))
+	echo "# client exit $cli after $ms ms; send_err +$errs," \
+		"retry_exceeded_err +$(($(counter fer1 retry_exceeded_err) - x0))"
+	sed -n 's/^\(Failed status.*\)/# cli: \1/p' /tmp/ferroce_loss_cli.log
+	[ "$cli" -ne 0 ] && [ "$ms" -lt 5000 ] && [ "$errs" -gt 0 ] &&
+		grep -q 'Failed status transport retry counter exceeded' /tmp/ferroce_loss_cli.log &&
+		[ "$(counter fer1 retry_exceeded_err)" -gt "$x0" ]
+}
+ktap_test_result "a qdisc that drops every packet fails the send with RETRY_EXC_ERR" \
+	qdisc_drops_all
 
 ktap_finished

@@ -6,8 +6,9 @@
 use super::{
     bth::Bth,
     icrc::{ICRC_LEN, IPV4_HDR_LEN, IPV6_HDR_LEN, UDP_HDR_LEN},
-    opcode::OpInfo,
+    opcode::{OpInfo, Transport},
     packet::{icrc_ipv4, icrc_ipv6, pad_len, write_headers, BuildError, ExtHeaders},
+    psn::Psn,
     ROCE_V2_UDP_PORT,
 };
 
@@ -319,6 +320,20 @@ pub(crate) const fn flow_label(lqpn: u32, rqpn: u32) -> u32 {
     (v & 0xf_ffff) as u32
 }
 
+/// The PSN of the RC request in `ip_packet`, a whole packet as [`Path::build_with`] wrote it;
+/// `None` for any other packet (a response, UC, UD, a CNP). What a sender reads back from a
+/// packet the stack refused, to resend from there.
+pub(crate) fn rc_request_psn(ip_packet: &[u8]) -> Option<Psn> {
+    let ip_len = match ip_packet.first()? >> 4 {
+        4 => IPV4_HDR_LEN,
+        6 => IPV6_HDR_LEN,
+        _ => return None,
+    };
+    let bth = Bth::parse(ip_packet.get(ip_len + UDP_HDR_LEN..)?).ok()?;
+    let info = OpInfo::lookup(bth.opcode)?;
+    (info.transport == Transport::Rc && info.is_request()).then_some(bth.psn)
+}
+
 #[cfg(test)]
 mod answers_tests {
     use super::*;
@@ -491,6 +506,64 @@ mod tests {
         let p = parse(&out[48..]).unwrap();
         assert_eq!((p.bth.dest_qpn, p.payload), (0x77, &payload[..]));
         assert_eq!(p.ext.reth.unwrap().rkey, 0x1234);
+    }
+
+    #[test]
+    fn only_rc_requests_give_their_psn_back() {
+        use crate::proto::opcode::Opcode;
+        let v4 = Path::V4(Ipv4Path {
+            saddr: [10, 0, 0, 1],
+            daddr: [10, 0, 0, 2],
+            tos: 0,
+            ttl: 64,
+            sport: 0xc001,
+        });
+        let v6 = Path::V6(Ipv6Path {
+            saddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            daddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            tclass: 0,
+            hop_limit: 64,
+            flow_label: 1,
+            sport: 0xc001,
+        });
+        let reth = ExtHeaders {
+            reth: Some(crate::proto::packet::Reth {
+                va: 0,
+                rkey: 1,
+                dma_len: 4096,
+            }),
+            ..ExtHeaders::default()
+        };
+        let aeth = ExtHeaders {
+            aeth: Some(crate::proto::packet::Aeth {
+                syndrome: 0x1f,
+                msn: 1,
+            }),
+            ..ExtHeaders::default()
+        };
+        let psn = Psn::new(0xff_fffe);
+        let none = ExtHeaders::default();
+        let cases: [(Path, Opcode, &ExtHeaders, usize, Option<Psn>); 6] = [
+            (v4, Opcode::RcWriteFirst, &reth, 256, Some(psn)),
+            (v6, Opcode::RcReadRequest, &reth, 0, Some(psn)),
+            (v6, Opcode::RcSendOnly, &none, 8, Some(psn)),
+            (v4, Opcode::RcAck, &aeth, 0, None),
+            (v4, Opcode::RcReadResponseOnly, &aeth, 64, None),
+            (v6, Opcode::UcSendOnly, &none, 8, None),
+        ];
+        for (path, op, ext, n, want) in cases {
+            let op = op as u8;
+            let len = path.packet_len(op, n).unwrap();
+            let mut out = vec![0u8; len];
+            path.build(&Bth::new(op, 9, psn), ext, &vec![1; n], &mut out)
+                .unwrap();
+            assert_eq!(rc_request_psn(&out), want, "opcode {op:#x}");
+            // Cut inside the BTH, or not an IP packet at all: nothing.
+            let ip_len = path.ip_header_len();
+            assert_eq!(rc_request_psn(&out[..ip_len + 8 + 11]), None);
+        }
+        assert_eq!(rc_request_psn(&[]), None);
+        assert_eq!(rc_request_psn(&[0x50; 64]), None);
     }
 
     #[test]

@@ -190,6 +190,19 @@ impl OpInfo {
         )
     }
 
+    /// Whether the requester sends it.
+    pub(crate) const fn is_request(&self) -> bool {
+        matches!(
+            self.kind,
+            OpKind::Send
+                | OpKind::Write
+                | OpKind::ReadRequest
+                | OpKind::Atomic
+                | OpKind::AtomicWrite
+                | OpKind::Flush
+        )
+    }
+
     /// Whether the responder sends it (ACK, NAK, read or atomic response).
     pub(crate) const fn is_response(&self) -> bool {
         matches!(
@@ -205,19 +218,6 @@ impl OpInfo {
     /// Whether extension header `ext` follows the BTH.
     pub(crate) const fn has(&self, ext: ExtHdr) -> bool {
         self.ext_mask & ext.bit() != 0
-    }
-
-    /// Whether the requester sends it.
-    pub(crate) const fn is_request(&self) -> bool {
-        matches!(
-            self.kind,
-            OpKind::Send
-                | OpKind::Write
-                | OpKind::ReadRequest
-                | OpKind::Atomic
-                | OpKind::AtomicWrite
-                | OpKind::Flush
-        )
     }
 
     /// Whether it is a SEND.

@@ -557,6 +557,25 @@ impl Window {
         }
     }
 
+    /// The local stack dropped the request at `psn` as it was queued (a full qdisc), and the
+    /// requests after it were held back: they are sent again from there, and the window halves
+    /// as for a loss. One sent again and answered meanwhile only sends again from `una`, where
+    /// the held back start. Returns whether it went back (not if sending resumes there or
+    /// before already).
+    pub(crate) fn dropped(&mut self, psn: Psn) -> bool {
+        let answered = psn.before(self.una);
+        let from = if answered { self.una } else { psn };
+        if from.diff(self.sent_end) >= 0 || !from.before(self.nxt) {
+            return false;
+        }
+        self.nxt = from;
+        self.asked_again(from, self.sent_end);
+        if !answered {
+            self.lost(from);
+        }
+        true
+    }
+
     /// The retries ran out: the oldest WQE still pending fails with `status` (the QP then
     /// goes to the error state, which flushes the rest). Returns whether one did.
     pub(crate) fn fail_oldest(&mut self, entries: &mut [impl Started], status: WcStatus) -> bool {
@@ -1298,6 +1317,38 @@ mod tests {
         let before = w.cwnd();
         w.lost(psn(300));
         assert_eq!(w.cwnd(), before / 2);
+    }
+
+    #[test]
+    fn a_local_drop_goes_back_to_it_and_halves_the_window_once() {
+        let mut w = Window::starting_at(psn(Psn::MASK - 4));
+        let mut e = vec![Entry::new(Kind::Write, w.assign(4000), 4000)];
+        assert_eq!(fill(&mut w, &e), WINDOW);
+        let first = psn(Psn::MASK - 4);
+        // Nothing beyond what went out.
+        assert!(!w.dropped(first.add(WINDOW)));
+        assert_eq!(w.cwnd(), WINDOW);
+        w.ack(&mut e, first.add(9));
+        // A drop across the PSN wrap: sending resumes there, with half the window.
+        assert!(w.dropped(first.add(100)));
+        assert_eq!(w.cwnd(), WINDOW / 2);
+        assert_eq!(w.nxt(), first.add(100));
+        assert!(w.unsent());
+        // A later packet of the same burst: already behind where sending resumes.
+        assert!(!w.dropped(first.add(150)));
+        // An earlier one that was dropped too: further back, and no second halving.
+        assert!(w.dropped(first.add(60)));
+        assert_eq!((w.nxt(), w.cwnd()), (first.add(60), WINDOW / 2));
+        // Only a window's worth goes out again.
+        assert_eq!(fill(&mut w, &e), WINDOW / 2 - 50);
+        // One sent again and answered meanwhile: back to `una`, where the held back start,
+        // and no halving (a new episode otherwise).
+        w.ack(&mut e, first.add(WINDOW - 1));
+        fill(&mut w, &e);
+        let cwnd = w.cwnd();
+        assert!(w.dropped(first.add(5)));
+        assert_eq!((w.nxt(), w.cwnd()), (first.add(WINDOW), cwnd));
+        assert!(!w.dropped(first.add(5)), "resuming there already");
     }
 
     #[test]

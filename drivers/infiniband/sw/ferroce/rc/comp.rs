@@ -49,23 +49,28 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     if cx.inner.cc.wake_at.is_some_and(|w| until(w).is_none()) {
         cx.inner.cc.wake_at = None;
     }
-    let Some(due) = cx.inner.req.due else {
-        // Stopped since this fire, or the pacer's wake-up: the ACK timer is armed afresh when
-        // something is pending.
-        rearm(cx);
-        return;
+    // So is the wait after a local drop: the requester went back to the packet dropped then,
+    // and sends from it now. It spends no retry: nothing was lost on the way.
+    let wait_over = cx.inner.req.drop_until.is_some_and(|t| until(t).is_none());
+    if wait_over {
+        cx.inner.req.drop_until = None;
+    }
+    let timed_out = match cx.inner.req.due {
+        Some(due) => until(due).is_none(),
+        None => false,
     };
-    if let Some(left) = until(due) {
-        // Progress moved the deadline on: wait the rest.
-        let rnr = cx.inner.req.rnr_wait;
-        let us = u64::try_from(left.as_micros_ceil())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        arm(cx, us);
-        cx.inner.req.rnr_wait = rnr;
+    if !timed_out {
+        // Stopped since this fire, moved on by progress, or another deadline: the timer waits
+        // for what is left (the ACK timer is armed afresh when something is pending).
+        rearm(cx);
+        if wait_over && !cx.inner.req.rnr_wait && cx.inner.attr.state.can_send() {
+            resend(cx);
+        }
         return;
     }
     stop_timer(cx);
+    // A timeout sends again from `una` now, waiting or not.
+    cx.inner.req.drop_until = None;
     if !cx.inner.attr.state.can_send() || !cx.inner.req.flight.iter().any(|s| s.entry.pending()) {
         return;
     }
@@ -98,8 +103,13 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     }
     let req = &mut cx.inner.req;
     req.win.rewind(&mut req.flight);
-    // The pump arms the deadline for what it sends again (or could not send); what the pacer
-    // holds back gets none until it goes. A stream's work sends it again, alone.
+    resend(cx);
+}
+
+/// Sends from `nxt` again. The pump arms the deadline for what it sends again (or could not
+/// send); what the pacer holds back gets none until it goes. A stream's work sends it again,
+/// alone.
+fn resend(cx: &mut QpCtx<'_>) {
     if cx.inner.req.streaming {
         cx.shared.kick_stream();
     } else if req::pump(cx) {
@@ -152,6 +162,8 @@ pub(crate) fn complete(cx: &mut QpCtx<'_>) {
         return;
     }
     if cx.inner.req.flight.is_empty() {
+        // Nothing to send again: no wait either.
+        cx.inner.req.drop_until = None;
         stop_timer(cx);
         if cx.inner.req.streaming && !req::has_unstarted(cx) {
             req::set_streaming(cx, false);
@@ -175,6 +187,11 @@ fn fail_front(inner: &mut QpInner, status: WcStatus) {
 /// Takes an ACK, NAK, read response or atomic ACK for this QP's requests.
 pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), QpDrop> {
     let una = cx.inner.req.win.una();
+    let nak = pkt
+        .ext
+        .aeth
+        .and_then(|a| Syndrome::from_u8(a.syndrome))
+        .is_some_and(|s| !s.is_ack());
     let landed = match pkt.info.kind {
         OpKind::Ack => on_ack(cx, pkt)?,
         OpKind::ReadResponse => on_read_response(cx, pkt)?,
@@ -186,6 +203,13 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
         let (r, rnr) = (cx.inner.attr.retry_cnt, cx.inner.attr.rnr_retry);
         cx.inner.req.retries = Retries::new(r, rnr);
         cx.inner.req.put_off = false;
+        // After a local drop an answer shows the queue moving on: sending goes on now (the
+        // timer, armed for the wait's end, then finds nothing to do). Not a NAK: requests that
+        // left past the dropped one before the requester went back to it draw one.
+        if !nak {
+            cx.inner.req.drop_backoff_us = req::DROP_WAIT_MIN_US;
+            cx.inner.req.drop_until = None;
+        }
         touch_ack(cx);
     }
     complete(cx);

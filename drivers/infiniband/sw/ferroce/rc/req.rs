@@ -36,7 +36,7 @@ use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     rdma::qp::{Qp, QpState, QpType},
-    time::{Instant, Monotonic},
+    time::{Delta, Instant, Monotonic},
 };
 
 /// Largest RC message (`max_msg_sz`).
@@ -45,6 +45,12 @@ const MAX_MSG: u32 = 1 << 31;
 pub(crate) const ATOMIC_LEN: u32 = 8;
 /// The responder ACKs every this many packets of a long message, so the window moves on.
 const ACK_EVERY: u32 = 32;
+/// The first wait after a local drop: at 10 Gb/s the time a thousand-packet queue takes to
+/// send a tenth of itself; [`DROP_WAIT_MAX_US`] is that queue whole at 1 Gb/s, plus margin.
+pub(crate) const DROP_WAIT_MIN_US: u32 = 100;
+/// The longest wait after a local drop (see [`DROP_WAIT_MIN_US`]), and no more than a quarter
+/// of the ACK timeout (see [`timer::drop_wait_max_us`]).
+pub(crate) const DROP_WAIT_MAX_US: u32 = 20_000;
 /// WQEs started and not yet completed, at most: twice what the largest window can have out
 /// in one-packet messages, so sending never waits for one to start.
 pub(crate) const STARTED_MAX: usize = 2 * WINDOW as usize;
@@ -104,7 +110,6 @@ impl Sent {
 }
 
 /// The requester's state, under the QP's lock: started WQEs and the PSN window over them.
-#[derive(Default)]
 pub(crate) struct Requester {
     /// Ring position of the next WQE to start.
     next: u32,
@@ -124,12 +129,36 @@ pub(crate) struct Requester {
     pub(crate) retries: Retries,
     /// The timer runs for an RNR NAK, not for a missing ACK.
     pub(crate) rnr_wait: bool,
+    /// The stack dropped a request as it was queued: nothing goes out until an answer shows
+    /// the queue moving, or this time comes (see [`on_local_drop`]). The ACK timeout runs on.
+    pub(crate) drop_until: Option<Instant<Monotonic>>,
+    /// The next such wait, in microseconds: it doubles while drops come without answers.
+    pub(crate) drop_backoff_us: u32,
     /// When the timer is due: progress moves it on without touching the armed timer, which
     /// then finds it in the future and waits the rest.
     pub(crate) due: Option<Instant<Monotonic>>,
     /// A timeout was put off once because packets waited in the backlog (the answer may be
     /// there); the next one counts, whatever waits.
     pub(crate) put_off: bool,
+}
+
+impl Default for Requester {
+    fn default() -> Self {
+        Self {
+            next: 0,
+            flight: KVec::new(),
+            stopped: false,
+            held: false,
+            streaming: false,
+            win: Window::default(),
+            retries: Retries::default(),
+            rnr_wait: false,
+            drop_until: None,
+            drop_backoff_us: DROP_WAIT_MIN_US,
+            due: None,
+            put_off: false,
+        }
+    }
 }
 
 impl Requester {
@@ -142,6 +171,8 @@ impl Requester {
         self.held = false;
         self.streaming = false;
         self.rnr_wait = false;
+        self.drop_until = None;
+        self.drop_backoff_us = DROP_WAIT_MIN_US;
         self.due = None;
         self.put_off = false;
     }
@@ -415,10 +446,15 @@ fn local(qp: &Qp<Ferroce>, shared: &QpShared, w: &SendWqe<'_>) -> Result<(), WcS
 /// missing responses of READs seen short. Arms the ACK timer if it is idle. Returns whether
 /// the budget ran out with more to send.
 pub(crate) fn pump(cx: &mut QpCtx<'_>) -> bool {
+    if let Some(psn) = cx.shared.take_tx_drop() {
+        on_local_drop(cx, psn);
+    }
     let asks = cx.inner.req.asks();
     let mut more = false;
-    // After an RNR NAK nothing goes out before its delay ends (the timer then sends again).
-    if (cx.inner.req.win.unsent() || asks) && !cx.inner.req.rnr_wait {
+    // After an RNR NAK nothing goes out before its delay ends, after a local drop nothing
+    // before the queue had time to drain (the timer then sends again).
+    let waits = cx.inner.req.rnr_wait || cx.inner.req.drop_until.is_some();
+    if (cx.inner.req.win.unsent() || asks) && !waits {
         more = cx
             .with_peer(|cx, xmit| {
                 send_asks(cx.inner, xmit);
@@ -439,6 +475,25 @@ pub(crate) fn pump(cx: &mut QpCtx<'_>) -> bool {
     }
     timer::wake_paced(cx);
     more
+}
+
+/// The stack dropped the request at `psn` as it was queued (a qdisc full: of this QP's packets,
+/// or of others'). Sending again at once would only be dropped again: the requester goes back
+/// to `psn` with half its window and waits. An answer that moves the window ends the wait (the
+/// queue moved on; see [`comp::on_response`]); otherwise the timer does, after a wait that
+/// doubles while drops come without answers. The ACK timeout runs meanwhile: a queue that
+/// drops everything fails the WQE once the retries run out, as a lossy path would.
+fn on_local_drop(cx: &mut QpCtx<'_>, psn: Psn) {
+    let longest = timer::drop_wait_max_us(cx.inner);
+    let req = &mut cx.inner.req;
+    let went_back = req.win.dropped(psn);
+    if !went_back || req.rnr_wait || req.drop_until.is_some() {
+        return;
+    }
+    let us = req.drop_backoff_us.min(longest);
+    req.drop_backoff_us = us.saturating_mul(2).min(longest);
+    req.drop_until = Some(Instant::now() + Delta::from_micros(i64::from(us)));
+    timer::rearm(cx);
 }
 
 /// Asks again for the missing responses of each READ the completer saw short, and only those:

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The QP's one timer, for the earliest of three deadlines: the ACK timeout of what is sent and
-//! unanswered, the delay an RNR NAK asked for, and the pacer's next departure. Progress moves a
-//! deadline without touching the armed timer; when it fires, the completer
-//! ([`super::comp::on_timer`]) finds the deadline moved on and waits the rest.
+//! The QP's one timer, for the earliest of three deadlines: the ACK timeout of what is sent
+//! and unanswered (or the delay an RNR NAK asked for), the end of the wait after a local
+//! drop, and the pacer's next departure. Progress moves a deadline without touching the armed
+//! timer; when it fires, the completer ([`super::comp::on_timer`]) finds the deadline moved on
+//! and waits the rest.
 
+use super::req::DROP_WAIT_MAX_US;
 use crate::{
     proto::timeouts::ack_timeout_us,
     qp::{QpCtx, QpInner},
@@ -22,20 +24,23 @@ pub(super) fn arm(cx: &mut QpCtx<'_>, us: u64) {
     rearm(cx);
 }
 
-/// Arms the QP's one timer for the earlier of the ACK deadline and the pacer's wake-up (see
-/// [`wake_paced`]), or stops it if there is neither. Dropping the old handle cancels it
-/// (waiting for a running callback, which only queues work).
+/// Arms the QP's one timer for the earliest of the ACK deadline, the end of a wait after a
+/// local drop and the pacer's wake-up (see [`wake_paced`]), or stops it if there is none.
+/// Dropping the old handle cancels it (waiting for a running callback, which only queues work).
 pub(super) fn rearm(cx: &mut QpCtx<'_>) {
-    let at = match (cx.inner.req.due, cx.inner.cc.wake_at) {
-        (Some(d), Some(w)) => match (d - w).is_negative() {
-            true => d,
-            false => w,
-        },
-        (Some(at), None) | (None, Some(at)) => at,
-        (None, None) => {
-            cx.inner.timer = None;
-            return;
-        }
+    let deadlines = [
+        cx.inner.req.due,
+        cx.inner.req.drop_until,
+        cx.inner.cc.wake_at,
+    ];
+    let earliest =
+        deadlines
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| if (b - a).is_negative() { b } else { a });
+    let Some(at) = earliest else {
+        cx.inner.timer = None;
+        return;
     };
     let delay = until(at).unwrap_or(Delta::from_micros(1));
     cx.inner.timer = None;
@@ -51,6 +56,13 @@ pub(super) fn until(at: Instant<Monotonic>) -> Option<Delta> {
 /// The ACK timeout of the QP, if it has one.
 fn ack_timeout(inner: &QpInner) -> Option<u64> {
     ack_timeout_us(inner.attr.timeout).map(|us| us.max(MIN_ACK_TIMEOUT_US))
+}
+
+/// The longest wait after a local drop: [`DROP_WAIT_MAX_US`], and a quarter of the ACK timeout
+/// at most, so that a wait does not run into it and spend a retry.
+pub(super) fn drop_wait_max_us(inner: &QpInner) -> u32 {
+    let quarter = ack_timeout(inner).map_or(u64::MAX, |us| us / 4);
+    u32::try_from(quarter.min(u64::from(DROP_WAIT_MAX_US))).unwrap_or(DROP_WAIT_MAX_US)
 }
 
 /// (Re)starts the ACK timeout, if the QP has one.
