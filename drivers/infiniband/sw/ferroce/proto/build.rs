@@ -338,15 +338,20 @@ pub(crate) fn rc_request_psn(ip_packet: &[u8]) -> Option<Psn> {
 mod answers_tests {
     use super::*;
 
-    #[test]
-    fn a_path_is_answered_from_its_peer_only() {
-        let p = Path::V4(Ipv4Path {
+    /// From 10.0.0.1 to 10.0.0.2, TOS 0.
+    pub(super) fn v4_path() -> Path {
+        Path::V4(Ipv4Path {
             saddr: [10, 0, 0, 1],
             daddr: [10, 0, 0, 2],
             tos: 0,
             ttl: 64,
             sport: 0xc000,
-        });
+        })
+    }
+
+    #[test]
+    fn a_path_is_answered_from_its_peer_only() {
+        let p = v4_path();
         let mut ip = [0u8; IPV4_HDR_LEN];
         ip[0] = 0x45;
         ip[12..16].copy_from_slice(&[10, 0, 0, 2]);
@@ -389,6 +394,18 @@ mod tests {
         packet::{parse, verify_icrc_ipv4, verify_icrc_ipv6, Deth},
         psn::Psn,
     };
+
+    /// From fd70::1 to fd70::2.
+    fn v6_path(tclass: u8, flow_label: u32, sport: u16) -> Path {
+        Path::V6(Ipv6Path {
+            saddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            daddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            tclass,
+            hop_limit: 64,
+            flow_label,
+            sport,
+        })
+    }
 
     #[test]
     fn ud_send_round_trips_through_the_parser() {
@@ -463,14 +480,7 @@ mod tests {
 
     #[test]
     fn ipv6_rc_write_round_trips_with_icrc_and_udp_checksum() {
-        let path = Path::V6(Ipv6Path {
-            saddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-            daddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-            tclass: 0xa2,
-            hop_limit: 64,
-            flow_label: 0xf_1234,
-            sport: 0xc123,
-        });
+        let path = v6_path(0xa2, 0xf_1234, 0xc123);
         let bth = Bth {
             ack_req: true,
             ..Bth::new(0x0a, 0x77, Psn::new(0x100))
@@ -511,21 +521,8 @@ mod tests {
     #[test]
     fn only_rc_requests_give_their_psn_back() {
         use crate::proto::opcode::Opcode;
-        let v4 = Path::V4(Ipv4Path {
-            saddr: [10, 0, 0, 1],
-            daddr: [10, 0, 0, 2],
-            tos: 0,
-            ttl: 64,
-            sport: 0xc001,
-        });
-        let v6 = Path::V6(Ipv6Path {
-            saddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-            daddr: [0xfd, 0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
-            tclass: 0,
-            hop_limit: 64,
-            flow_label: 1,
-            sport: 0xc001,
-        });
+        let v4 = super::answers_tests::v4_path();
+        let v6 = v6_path(0, 1, 0xc001);
         let reth = ExtHeaders {
             reth: Some(crate::proto::packet::Reth {
                 va: 0,
