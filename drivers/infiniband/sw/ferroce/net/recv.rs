@@ -322,7 +322,8 @@ impl Payload<'_> {
     }
 
     /// Calls `f(offset in the payload, bytes)` for each contiguous piece, in order; the first
-    /// error ends the walk and is returned. `f` must not sleep.
+    /// error ends the walk and is returned, and `short` if the skb cannot be read to the end.
+    /// `f` must not sleep.
     pub(crate) fn for_each<E: Copy>(
         &self,
         mut f: impl FnMut(usize, &[u8]) -> Result<(), E>,
@@ -341,7 +342,9 @@ impl Payload<'_> {
         match (res, failed) {
             (Ok(()), _) => Ok(()),
             (Err(_), Some(e)) => Err(e),
-            // The skb is shorter than its headers said: parsing rules that out.
+            // The skb could not be read to the end: shorter than its headers said (parsing
+            // rules that out), with shared fragments (`deliver` unshares them first), or with
+            // a fragment the walk could not map.
             (Err(_), None) => Err(short),
         }
     }
