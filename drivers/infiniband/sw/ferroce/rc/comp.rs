@@ -68,20 +68,23 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
         }
         return;
     }
-    stop_timer(cx);
-    // A timeout sends again from `una` now, waiting or not.
-    cx.inner.req.drop_until = None;
     if !cx.inner.attr.state.can_send() || !cx.inner.req.flight.iter().any(|s| s.entry.pending()) {
+        cx.inner.req.drop_until = None;
+        stop_timer(cx);
         return;
     }
     if cx.shared.backlog_pending() && !core::mem::replace(&mut cx.inner.req.put_off, true) {
         // The answer may be among the packets still waiting for this QP: not a timeout yet,
-        // once (a peer that keeps the backlog busy must not keep the timer from counting).
+        // once (a peer that keeps the backlog busy must not keep the timer from counting). A
+        // wait after a local drop goes on.
         let rnr = cx.inner.req.rnr_wait;
         arm_ack(cx);
         cx.inner.req.rnr_wait = rnr;
         return;
     }
+    stop_timer(cx);
+    // A timeout sends again from `una` now, waiting or not.
+    cx.inner.req.drop_until = None;
     let counters = cx.counters();
     if cx.inner.req.rnr_wait {
         cx.inner.req.rnr_wait = false;
@@ -203,10 +206,11 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
         let (r, rnr) = (cx.inner.attr.retry_cnt, cx.inner.attr.rnr_retry);
         cx.inner.req.retries = Retries::new(r, rnr);
         cx.inner.req.put_off = false;
-        // After a local drop an answer shows the queue moving on: sending goes on now (the
-        // timer, armed for the wait's end, then finds nothing to do). Not a NAK: requests that
-        // left past the dropped one before the requester went back to it draw one.
-        if !nak {
+        // After a local drop an answer that moves the window shows the queue moving on:
+        // sending goes on now (the timer, armed for the wait's end, then finds nothing to do).
+        // Not a NAK: requests that left past the dropped one before the requester went back to
+        // it draw one. Not a read response that only lands data: it says nothing of the queue.
+        if !nak && cx.inner.req.win.una() != una {
             cx.inner.req.drop_backoff_us = req::DROP_WAIT_MIN_US;
             cx.inner.req.drop_until = None;
         }
