@@ -113,8 +113,7 @@ impl QpShared {
 
     /// The earliest request dropped since the requester last went back, if any.
     fn tx_dropped(&self) -> Option<Psn> {
-        let psn = self.tx_drop.load(Ordering::Acquire);
-        (psn != NO_DROP).then(|| Psn::new(psn))
+        drop_psn(self.tx_drop.load(Ordering::Acquire))
     }
 
     /// Notes that the request at `psn` was dropped; returns whether none was before (the
@@ -140,7 +139,11 @@ impl QpShared {
     /// Takes the drop noted for the requester, under the QP's lock: the requests it builds
     /// from here on go out.
     pub(crate) fn take_tx_drop(&self) -> Option<Psn> {
-        let psn = self.tx_drop.swap(NO_DROP, Ordering::AcqRel);
-        (psn != NO_DROP).then(|| Psn::new(psn))
+        drop_psn(self.tx_drop.swap(NO_DROP, Ordering::AcqRel))
     }
+}
+
+/// The PSN a `tx_drop` value holds, if any.
+fn drop_psn(value: u32) -> Option<Psn> {
+    (value != NO_DROP).then(|| Psn::new(value))
 }

@@ -55,10 +55,7 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
     if wait_over {
         cx.inner.req.drop_until = None;
     }
-    let timed_out = match cx.inner.req.due {
-        Some(due) => until(due).is_none(),
-        None => false,
-    };
+    let timed_out = cx.inner.req.due.is_some_and(|due| until(due).is_none());
     if !timed_out {
         // Stopped since this fire, moved on by progress, or another deadline: the timer waits
         // for what is left (the ACK timer is armed afresh when something is pending).
@@ -211,7 +208,7 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
         // Not a NAK: requests that left past the dropped one before the requester went back to
         // it draw one. Not a read response that only lands data: it says nothing of the queue.
         if !nak && cx.inner.req.win.una() != una {
-            cx.inner.req.drop_backoff_us = req::DROP_WAIT_MIN_US;
+            cx.inner.req.drop_waits = 0;
             cx.inner.req.drop_until = None;
         }
         touch_ack(cx);

@@ -47,7 +47,7 @@ pub(crate) const ATOMIC_LEN: u32 = 8;
 const ACK_EVERY: u32 = 32;
 /// The first wait after a local drop: at 10 Gb/s the time a thousand-packet queue takes to
 /// send a tenth of itself; [`DROP_WAIT_MAX_US`] is that queue whole at 1 Gb/s, plus margin.
-pub(crate) const DROP_WAIT_MIN_US: u32 = 100;
+const DROP_WAIT_MIN_US: u32 = 100;
 /// The longest wait after a local drop (see [`DROP_WAIT_MIN_US`]), and no more than a quarter
 /// of the ACK timeout (see [`timer::drop_wait_max_us`]).
 pub(crate) const DROP_WAIT_MAX_US: u32 = 20_000;
@@ -110,6 +110,7 @@ impl Sent {
 }
 
 /// The requester's state, under the QP's lock: started WQEs and the PSN window over them.
+#[derive(Default)]
 pub(crate) struct Requester {
     /// Ring position of the next WQE to start.
     next: u32,
@@ -132,33 +133,14 @@ pub(crate) struct Requester {
     /// The stack dropped a request as it was queued: nothing goes out until an answer shows
     /// the queue moving, or this time comes (see [`on_local_drop`]). The ACK timeout runs on.
     pub(crate) drop_until: Option<Instant<Monotonic>>,
-    /// The next such wait, in microseconds: it doubles while drops come without answers.
-    pub(crate) drop_backoff_us: u32,
+    /// Waits after a local drop since the last answer: each doubles the next.
+    pub(crate) drop_waits: u8,
     /// When the timer is due: progress moves it on without touching the armed timer, which
     /// then finds it in the future and waits the rest.
     pub(crate) due: Option<Instant<Monotonic>>,
     /// A timeout was put off once because packets waited in the backlog (the answer may be
     /// there); the next one counts, whatever waits.
     pub(crate) put_off: bool,
-}
-
-impl Default for Requester {
-    fn default() -> Self {
-        Self {
-            next: 0,
-            flight: KVec::new(),
-            stopped: false,
-            held: false,
-            streaming: false,
-            win: Window::default(),
-            retries: Retries::default(),
-            rnr_wait: false,
-            drop_until: None,
-            drop_backoff_us: DROP_WAIT_MIN_US,
-            due: None,
-            put_off: false,
-        }
-    }
 }
 
 impl Requester {
@@ -172,7 +154,7 @@ impl Requester {
         self.streaming = false;
         self.rnr_wait = false;
         self.drop_until = None;
-        self.drop_backoff_us = DROP_WAIT_MIN_US;
+        self.drop_waits = 0;
         self.due = None;
         self.put_off = false;
     }
@@ -490,8 +472,9 @@ fn on_local_drop(cx: &mut QpCtx<'_>, psn: Psn) {
     if !went_back || req.rnr_wait || req.drop_until.is_some() {
         return;
     }
-    let us = req.drop_backoff_us.min(longest);
-    req.drop_backoff_us = us.saturating_mul(2).min(longest);
+    // Past 2^8 times the first, every wait is the longest.
+    let us = (DROP_WAIT_MIN_US << req.drop_waits).min(longest);
+    req.drop_waits = (req.drop_waits + 1).min(8);
     req.drop_until = Some(Instant::now() + Delta::from_micros(i64::from(us)));
     timer::rearm(cx);
 }
