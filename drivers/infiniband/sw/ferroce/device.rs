@@ -20,7 +20,7 @@ use kernel::{
     prelude::*,
     rdma::device::{Device, DeviceRef},
     sync::{aref::ARef, Arc},
-    workqueue::{OwnedQueue, WQ_MEM_RECLAIM, WQ_PERCPU, WQ_UNBOUND},
+    workqueue::{OwnedQueue, WQ_HIGHPRI, WQ_MEM_RECLAIM, WQ_PERCPU, WQ_UNBOUND},
 };
 
 /// The ferroce provider.
@@ -93,7 +93,7 @@ impl FerroceDevice {
             )?,
             // Unbound: a user QP's stream is sent beside its poster, on another CPU (see
             // `rc::req::leaves_to_work`). Kernel consumers never stream.
-            stream_wq: Arc::new(OwnedQueue::new(name, WQ_UNBOUND)?, GFP_KERNEL)?,
+            stream_wq: Arc::new(OwnedQueue::new(name, stream_wq_flags())?, GFP_KERNEL)?,
             ib_mtu: AtomicU32::new(mtu::ib_mtu_for_link(netdev.mtu())),
             guid,
             counters,
@@ -138,6 +138,17 @@ pub(crate) struct Ucontext;
 
 /// Per-protection-domain state: none; objects refer to their PD by its id.
 pub(crate) struct FerrocePd;
+
+/// The stream queue's flags. Normal priority by default: a process that streams gets no more
+/// CPU than its own work would. High priority (`stream_highpri`) is for hosts where processes
+/// busy-poll every CPU, which the scheduler otherwise gives an equal share of the stream's CPU.
+fn stream_wq_flags() -> u32 {
+    if crate::module_parameters::stream_highpri.value() {
+        WQ_UNBOUND | WQ_HIGHPRI
+    } else {
+        WQ_UNBOUND
+    }
+}
 
 /// Queues `dev`'s unregistration (safe under RTNL), marked as going, so that a look at its
 /// netdev meanwhile knows to wait for it.

@@ -69,6 +69,10 @@ module! {
             default: "",
             description: "Netdev name globs, comma-separated (e.g. 'eth*,enp*' or '*'): every Ethernet netdev that matches, in any namespace, now or later, gets a device rxe_<netdev>, unless hardware RoCE serves it; default: none",
         },
+        stream_highpri: bool {
+            default: false,
+            description: "Send new devices' RDMA WRITE streams from high-priority (nice -20) workers, for hosts whose processes busy-poll every CPU; default: normal priority, the same as the process that posts",
+        },
         rp_ai_rate: u32 {
             default: 5,
             description: "DCQCN additive increase of the target rate, Mb/s (1-100000)",

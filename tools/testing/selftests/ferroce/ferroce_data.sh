@@ -23,7 +23,7 @@ MTUS="1500 9000"
 RC_SIZES="1 65536"
 PERFTESTS="ib_send_bw ib_write_bw ib_read_bw ib_write_lat ib_send_lat"
 # Per MTU: UD and RC pingpong, rping, perftest, UC, and six byte-exact transfers.
-ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 1 + 1 + 1 + 7 + 3 + 3 + 1 + 8 + 1))
+ktap_set_plan $((2 * (2 + 2 + 5 + 2 + 6) + 1 + 1 + 1 + 8 + 3 + 3 + 1 + 8 + 1))
 
 modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 ip netns add "$A" && ip netns add "$B" || ktap_exit_fail_msg "cannot create namespaces"
@@ -39,11 +39,16 @@ ip -n "$A" link set lo up
 ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
 ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
 
-for _ in $(seq 50); do
-	GA=$(gid_index fer0) && GB=$(gid_index fer1) && GA6=$(gid_index fer0 fd71:) &&
-		GB6=$(gid_index fer1 fd71:) && break
-	sleep 0.1
-done
+# await_gids: sets GA, GB, GA6 and GB6, the devices' IPv4 and IPv6 GID indices.
+await_gids() {
+	for _ in $(seq 50); do
+		GA=$(gid_index fer0) && GB=$(gid_index fer1) && GA6=$(gid_index fer0 fd71:) &&
+			GB6=$(gid_index fer1 fd71:) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+await_gids
 [ -n "$GA" ] && [ -n "$GB" ] || ktap_exit_fail_msg "no IPv4 GIDs"
 [ -n "$GA6" ] && [ -n "$GB6" ] || ktap_exit_fail_msg "no IPv6 GIDs"
 
@@ -271,6 +276,42 @@ streams() {
 		[ "$((s1 - s0))" -ge 8 ] || { counters_shown fer0 fer1; return 1; }
 }
 ktap_test_result "8 RC QPs stream 64 KiB WRITEs for 4 s: in order, no QP fails" streams
+
+# reload PARAMS...: rdma_rxe loaded again with PARAMS, fer0 and fer1 back on the same veth.
+reload() {
+	rdma link del fer0 && rdma link del fer1 && modprobe -r rdma_rxe &&
+		modprobe rdma_rxe "$@" &&
+		ip netns exec "$A" rdma link add fer0 type rxe netdev va &&
+		ip netns exec "$B" rdma link add fer1 type rxe netdev vb && await_gids
+}
+
+# stream_nice WANT: a 64 KiB ib_write_bw streams, and every unbound worker seen running fer0's
+# or fer1's work meanwhile (the stream's: the QPs' own work is per CPU) has nice value WANT.
+stream_nice() {
+	local run seen
+	GIDOPT=-x pair ib_write_bw -s 65536 -D 3 -F &
+	run=$!
+	# Until the run ends: a worker shows "+fer0" only while it runs fer0's work.
+	seen=$(while kill -0 "$run" 2>/dev/null; do
+		ps -eo ni=,comm= | awk '$2 ~ /^kworker\/u[0-9]+:[0-9]+H?[+]fer[01]$/ {print $1}'
+		sleep 0.1
+	done | sort -u | xargs)
+	wait "$run" || return 1
+	echo "# nice of the workers seen sending streams: ${seen:-none seen}"
+	[ "$seen" = "$1" ]
+}
+
+# stream_priority: streams run at normal priority unless stream_highpri=1 asks for high
+# priority (nice -20: an unprivileged process gets that only when the administrator asks).
+stream_priority() {
+	local rc=0
+	stream_nice 0 || rc=1
+	reload stream_highpri=1 || return 1
+	stream_nice -20 || rc=1
+	reload || return 1
+	return $rc
+}
+ktap_test_result "a stream's workers run at nice 0, at nice -20 with stream_highpri=1" stream_priority
 ktap_test_result "IPv6: ibv_ud_pingpong (200 iterations, -c)" \
 	ipv6 pair ibv_ud_pingpong -s 1024 -n 200 -c
 ktap_test_result "IPv6: ibv_rc_pingpong 64 KiB x 20 (-c)" \
