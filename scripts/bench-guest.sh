@@ -10,9 +10,10 @@
 # "1 2 4 8 16 64"), BENCH_PROFILE (1: a perf profile of each driver, see profile()),
 # BENCH_HOSTS (0: no runs with each netns on a CPU of its own, see split_hosts()),
 # BENCH_INCAST (0: no incast table), BENCH_NVME (0: no NVMe-oF figures), BENCH_NVME_SECONDS (10,
-# per fio run).
+# per fio run), BENCH_FERROCE_PARAMS (module parameters for ferroce, e.g. stream_highpri=1).
 set -uo pipefail
 out=$1 c_rxe=$2 incast=${3:-}
+ferroce_params=${BENCH_FERROCE_PARAMS:-}
 out_dir=$(dirname "$out")
 reps=${BENCH_REPS:-3}
 sizes=${BENCH_SIZES:-"64 256 1024 4096 16384 65536 262144 1048576"}
@@ -50,7 +51,7 @@ teardown_net() {
 }
 
 load_driver() { # DRIVER
-	if [ "$1" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe; fi || return 1
+	if [ "$1" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe $ferroce_params; fi || return 1
 	ip netns exec bn0 rdma link add r0 type rxe netdev v0 2>/dev/null &&
 		ip netns exec bn1 rdma link add r1 type rxe netdev v1 2>/dev/null
 }
@@ -415,7 +416,7 @@ nvmeof() {
 	local drv=$1 rep=$2 nqn=nqn.2026-11.org.ferroce:bench cfg=/sys/kernel/config dev="" d job
 	local rw bs depth test size unit val sub
 	sub=$cfg/nvmet/subsystems/$nqn
-	if [ "$drv" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe; fi || return 1
+	if [ "$drv" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe $ferroce_params; fi || return 1
 	ip link add nvb0 type veth peer name nvb1 && ip addr add 192.0.2.101/24 dev nvb0 &&
 		ip link set nvb0 up && ip link set nvb1 up && rdma link add rn0 type rxe netdev nvb0 &&
 		modprobe null_blk nr_devices=0 && modprobe nvmet_rdma && modprobe nvme_rdma &&

@@ -9,6 +9,7 @@ A failed or empty measurement is never a zero: it is left out of the medians and
 every figure says how many of its runs succeeded ("n=2/3")."""
 
 import json
+import os
 import re
 import statistics
 import sys
@@ -184,6 +185,10 @@ lines = [f"# ferroce benchmark ({accel})\n",
          "Guest kernel: the make check config without lockdep, kmemleak and atomic-sleep checks "
          "(scripts/kconfig/bench.config); 2 vCPUs, two netns joined by veth (a software path: "
          "figures that only veth would show are not claimed for a NIC).\n"]
+# bench.sh's BENCH_FERROCE_PARAMS: ferroce's figures are then those of a tuned module.
+params = os.environ.get("BENCH_FERROCE_PARAMS", "").strip()
+if params:
+    lines.append(f"ferroce was loaded with module parameters: {params} (not its defaults).\n")
 if accel != "KVM":
     lines.append("TCG caveat: the guest runs under QEMU's software CPU emulation, about 50x slower "
                  "than native and noisy. Compare drivers only through the ratios below, measured in "

@@ -26,7 +26,7 @@ step "guest benchmark"
 accel=TCG
 [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=KVM
 GUEST_RWDIR="$out" GUEST_TIMEOUT=${GUEST_TIMEOUT:-5400} "$FERROCE_ROOT/scripts/guest.sh" \
-	"BENCH_REPS=${BENCH_REPS:-3} BENCH_SECONDS=${BENCH_SECONDS:-2} ${BENCH_SIZES:+BENCH_SIZES='$BENCH_SIZES'} ${BENCH_MTUS:+BENCH_MTUS='$BENCH_MTUS'} ${BENCH_QPS:+BENCH_QPS='$BENCH_QPS'} ${BENCH_PROFILE:+BENCH_PROFILE='$BENCH_PROFILE'} ${BENCH_INCAST:+BENCH_INCAST='$BENCH_INCAST'} ${BENCH_HOSTS:+BENCH_HOSTS='$BENCH_HOSTS'} ${BENCH_NVME:+BENCH_NVME='$BENCH_NVME'} ${BENCH_NVME_SECONDS:+BENCH_NVME_SECONDS='$BENCH_NVME_SECONDS'} $FERROCE_ROOT/scripts/bench-guest.sh $out/raw.jsonl $build/rxe-c/rdma_rxe.ko $incast" \
+	"BENCH_REPS=${BENCH_REPS:-3} BENCH_SECONDS=${BENCH_SECONDS:-2} ${BENCH_SIZES:+BENCH_SIZES='$BENCH_SIZES'} ${BENCH_MTUS:+BENCH_MTUS='$BENCH_MTUS'} ${BENCH_QPS:+BENCH_QPS='$BENCH_QPS'} ${BENCH_PROFILE:+BENCH_PROFILE='$BENCH_PROFILE'} ${BENCH_INCAST:+BENCH_INCAST='$BENCH_INCAST'} ${BENCH_HOSTS:+BENCH_HOSTS='$BENCH_HOSTS'} ${BENCH_NVME:+BENCH_NVME='$BENCH_NVME'} ${BENCH_NVME_SECONDS:+BENCH_NVME_SECONDS='$BENCH_NVME_SECONDS'} ${BENCH_FERROCE_PARAMS:+BENCH_FERROCE_PARAMS='$BENCH_FERROCE_PARAMS'} $FERROCE_ROOT/scripts/bench-guest.sh $out/raw.jsonl $build/rxe-c/rdma_rxe.ko $incast" \
 	|| { tail -n 40 "$out/guest-dmesg.log" >&2 2>/dev/null; die "the guest benchmark run failed (its kernel log: $out/guest-dmesg.log)"; }
 [ -s "$out/raw.jsonl" ] || die "the guest produced no figures"
 

@@ -352,14 +352,16 @@ def profile_row(drv, syms, test="ib_write_bw"):
                        "syms": ";".join(syms)})
 
 
-def report(raw):
-    """bench-report.py's Markdown for the raw JSON lines RAW."""
+def report(raw, env=None):
+    """bench-report.py's Markdown for the raw JSON lines RAW, with ENV's variables added."""
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "raw.jsonl"), "w") as f:
             f.write("\n".join(raw) + "\n")
         # Exit 1 says only that it drew no plot (no matplotlib): the tables come first.
         r = subprocess.run([sys.executable, os.path.join(HERE, "bench-report.py"),
-                            os.path.join(d, "raw.jsonl"), d, "TCG"], capture_output=True, text=True)
+                            os.path.join(d, "raw.jsonl"), d, "TCG"], capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items()
+                                if k != "BENCH_FERROCE_PARAMS"} | (env or {}))
         if r.returncode not in (0, 1):
             raise AssertionError(r.stderr)
         with open(os.path.join(d, "bench.md")) as f:
@@ -437,6 +439,13 @@ class BenchFigures(unittest.TestCase):
         self.assertIn("| ib_read_bw | n/a | failed (0/1) | n/a | n/a | n/a |", md)
         self.assertIn("| c-rxe | 1500 | ib_read_bw-hosts | 65536 | 1 | exit 1 |", md)
         self.assertNotIn("| ib_read_bw | 65536 |", md)
+
+    def test_ferroces_module_parameters_head_the_report(self):
+        raw = [bw_row("ferroce", "ib_write_bw", 0.3), bw_row("c-rxe", "ib_write_bw", 0.2)]
+        md = report(raw, {"BENCH_FERROCE_PARAMS": "stream_highpri=1"})
+        self.assertIn("ferroce was loaded with module parameters: stream_highpri=1 "
+                      "(not its defaults)", md)
+        self.assertNotIn("module parameters", report(raw))
 
     def test_the_steady_wire_rate_stands_beside_perftests_figure(self):
         # A round of 8 x 128 posts that outlasted perftest's window: it counted nothing that
