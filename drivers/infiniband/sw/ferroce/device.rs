@@ -139,8 +139,8 @@ pub(crate) struct Ucontext;
 /// Per-protection-domain state: none; objects refer to their PD by its id.
 pub(crate) struct FerrocePd;
 
-/// The stream queue's flags. Normal priority by default: a process that streams gets no more
-/// CPU than its own work would. High priority (`stream_highpri`) is for hosts where processes
+/// The stream queue's flags. Normal priority (nice 0) by default: a process that streams gets
+/// no priority it could not give itself. High priority (`stream_highpri`) is for hosts where processes
 /// busy-poll every CPU, which the scheduler otherwise gives an equal share of the stream's CPU.
 fn stream_wq_flags() -> u32 {
     if crate::module_parameters::stream_highpri.value() {

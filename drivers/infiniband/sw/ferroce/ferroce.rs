@@ -71,7 +71,7 @@ module! {
         },
         stream_highpri: bool {
             default: false,
-            description: "Send new devices' RDMA WRITE streams from high-priority (nice -20) workers, for hosts whose processes busy-poll every CPU; default: normal priority, the same as the process that posts",
+            description: "Send new devices' RDMA WRITE streams from high-priority (nice -20) workers, for hosts whose processes busy-poll every CPU; default: normal priority (nice 0)",
         },
         rp_ai_rate: u32 {
             default: 5,
