@@ -50,8 +50,12 @@ teardown_net() {
 	sleep 1
 }
 
+load_module() { # DRIVER
+	if [ "$1" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe $ferroce_params; fi
+}
+
 load_driver() { # DRIVER
-	if [ "$1" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe $ferroce_params; fi || return 1
+	load_module "$1" || return 1
 	ip netns exec bn0 rdma link add r0 type rxe netdev v0 2>/dev/null &&
 		ip netns exec bn1 rdma link add r1 type rxe netdev v1 2>/dev/null
 }
@@ -416,7 +420,7 @@ nvmeof() {
 	local drv=$1 rep=$2 nqn=nqn.2026-11.org.ferroce:bench cfg=/sys/kernel/config dev="" d job
 	local rw bs depth test size unit val sub
 	sub=$cfg/nvmet/subsystems/$nqn
-	if [ "$drv" = c-rxe ]; then insmod "$c_rxe"; else modprobe rdma_rxe $ferroce_params; fi || return 1
+	load_module "$drv" || return 1
 	ip link add nvb0 type veth peer name nvb1 && ip addr add 192.0.2.101/24 dev nvb0 &&
 		ip link set nvb0 up && ip link set nvb1 up && rdma link add rn0 type rxe netdev nvb0 &&
 		modprobe null_blk nr_devices=0 && modprobe nvmet_rdma && modprobe nvme_rdma &&

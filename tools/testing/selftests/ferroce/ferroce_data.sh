@@ -36,8 +36,12 @@ ip -n "$A" link set va up
 ip -n "$B" link set vb up
 # The loopback tests' out-of-band TCP stays in A. (RoCE needs no lo: ferroce loops back itself.)
 ip -n "$A" link set lo up
-ip netns exec "$A" rdma link add fer0 type rxe netdev va || ktap_exit_fail_msg "rdma link add fer0"
-ip netns exec "$B" rdma link add fer1 type rxe netdev vb || ktap_exit_fail_msg "rdma link add fer1"
+# add_devices: fer0 on va in A, fer1 on vb in B.
+add_devices() {
+	ip netns exec "$A" rdma link add fer0 type rxe netdev va &&
+		ip netns exec "$B" rdma link add fer1 type rxe netdev vb
+}
+add_devices || ktap_exit_fail_msg "rdma link add fer0 and fer1"
 
 # await_gids: sets GA, GB, GA6 and GB6, the devices' IPv4 and IPv6 GID indices.
 await_gids() {
@@ -280,9 +284,7 @@ ktap_test_result "8 RC QPs stream 64 KiB WRITEs for 4 s: in order, no QP fails" 
 # reload PARAMS...: rdma_rxe loaded again with PARAMS, fer0 and fer1 back on the same veth.
 reload() {
 	rdma link del fer0 && rdma link del fer1 && modprobe -r rdma_rxe &&
-		modprobe rdma_rxe "$@" &&
-		ip netns exec "$A" rdma link add fer0 type rxe netdev va &&
-		ip netns exec "$B" rdma link add fer1 type rxe netdev vb && await_gids
+		modprobe rdma_rxe "$@" && add_devices && await_gids
 }
 
 # stream_nice WANT: a 64 KiB ib_write_bw streams, and every unbound worker seen running fer0's
