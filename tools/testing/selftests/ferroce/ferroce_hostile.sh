@@ -147,10 +147,11 @@ spray_counted() {
 
 # A live transfer of each kind under the spray. READ once ran out of retries here: a responder
 # busy answering again a long READ looked dead to the READs behind it (issue 15).
-# A forged request "ahead", when no NAK is outstanding, makes the responder NAK its expected PSN,
-# and the requester sends again from there what it had in flight (IBA's go-back-N).
-# Under TCG, with the spray from start to end, the 67 ms ACK timeout then runs out of retries
-# although data moves; a 1 s timeout (code 18) keeps this about integrity, not timer tuning.
+# The spray's requests "ahead" are 2^21..2^22 past the expected PSN, beyond a NAK's reach: the
+# responder drops them unanswered (within 4096, the first of a gap would draw a sequence NAK, and
+# the requester would send again all it had in flight).
+# Under TCG, with the spray from start to end, the 67 ms ACK timeout has run out of retries
+# although data moved; a 1 s timeout (code 18) keeps this about integrity, not timer tuning.
 for op in write send read; do
 	ktap_test_result "RC ${op^^} stays byte-exact under forged ACKs, NAKs, READ responses and requests" \
 		sprayed_xfer -t rc -o "$op" -m 1024 -s 4096,65536,1048576 -n 120 -w 6 --ack-timeout 18

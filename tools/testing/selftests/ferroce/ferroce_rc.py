@@ -208,6 +208,25 @@ class InjectedRequests(Injecting, unittest.TestCase):
         self.assertGreater(naks[0][0], responses[-1],
                            f"the NAK left after {naks[0][0]} of {npkts} read responses")
 
+    def test_only_a_gap_within_reach_is_naked(self):
+        # The first request of a gap draws a sequence NAK for the expected PSN. One more than
+        # 64 Ki PSNs ahead was most likely forged by someone who knew the QPN and not the PSN (a
+        # real gap is NAKed by the request right after it): dropped unanswered, or its NAK
+        # would have the requester send again all it has in flight. It spends no NAK of the gap.
+        nak = (roce_inject.RC_ACKNOWLEDGE, RQ_PSN, 0x60)
+        for aheads, want in (((1 << 21,), []), (((1 << 23) - 1,), []), ((65537,), []),
+                             ((1 << 21, 65536), [nak])):
+            with self.subTest(aheads=aheads):
+                self.reset()
+                mr = self.ep.mr
+                with roce_inject.Capture(PEER_NS, ADDR) as cap:
+                    for ahead in aheads:
+                        self.inject("rc_write", ("out_of_seq_request",), psn=RQ_PSN + ahead,
+                                    rkey=mr.rkey, va=mr.buf, length=16)
+                    got = cap.packets(lambda got: len(got) > len(want), 1)
+                self.assertEqual(got, want)
+                self.assertEqual(self.memory()[:16], bytes(16), "nothing landed")
+
     def test_a_write_whose_region_goes_midway_lands_no_more(self):
         # The region is deregistered between the first and last packets of a WRITE: the last
         # writes nothing, and the region's pages are unpinned in process context (with

@@ -20,9 +20,16 @@ pub(crate) enum Sequence {
     /// other request gets an ACK if it asks for one.
     Duplicate,
     /// After it: a request was lost. `nak`: send a sequence NAK for the expected PSN; only the
-    /// first such request of a gap gets one, the rest are dropped.
+    /// first such request of a gap gets one, and only within [`NAK_REACH`]; the rest are dropped.
     Ahead { nak: bool },
 }
+
+/// How far ahead of the expected PSN a request may be and still draw a sequence NAK. A real gap
+/// is NAKed by the first request after it, so only a gap this long goes past: lost requests
+/// (or a lost READ request) spanning 64 Ki PSNs, 64 MiB at MTU 1024; the requester's ACK
+/// timeout finds those. Most requests that someone who knew the QPN and not the PSN forged
+/// fall further: their NAK would make the requester send again all it has in flight.
+pub(crate) const NAK_REACH: i32 = 1 << 16;
 
 /// What a UC responder does with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +54,7 @@ impl Sequencer {
     /// Places an RC request at `psn`; `expected` is the QP's `rq_psn`.
     pub(crate) fn rc(&mut self, psn: Psn, expected: Psn) -> Sequence {
         match psn.diff(expected) {
+            d if d > NAK_REACH => Sequence::Ahead { nak: false },
             d if d > 0 => Sequence::Ahead {
                 nak: !core::mem::replace(&mut self.nak_sent, true),
             },
@@ -178,18 +186,35 @@ mod tests {
     }
 
     #[test]
+    fn rc_sequence_naks_only_within_reach() {
+        let mut s = Sequencer::default();
+        let e = Psn::new(Psn::MASK - 10);
+        // Far ahead: dropped, and it spends no NAK of the gap.
+        for far in [NAK_REACH as u32 + 1, 1 << 21, (1 << 23) - 1] {
+            assert_eq!(s.rc(e.add(far), e), Sequence::Ahead { nak: false }, "{far}");
+        }
+        // Across the wrap, at the reach's edge: the first of the gap is NAKed.
+        assert_eq!(
+            s.rc(e.add(NAK_REACH as u32), e),
+            Sequence::Ahead { nak: true }
+        );
+        assert_eq!(s.rc(e.add(1), e), Sequence::Ahead { nak: false });
+    }
+
+    #[test]
     fn rc_sequence_across_the_wrap() {
         let mut s = Sequencer::default();
         let e = Psn::new(Psn::MASK);
         assert_eq!(s.rc(Psn::new(0), e), Sequence::Ahead { nak: true });
         assert_eq!(s.rc(Psn::new(Psn::MASK - 1), e), Sequence::Duplicate);
         assert_eq!(s.rc(Psn::new(Psn::MASK), e), Sequence::Expected);
-        // Half the PSN space away is before (a duplicate), one less is ahead.
+        // Half the PSN space away is before (a duplicate), one less is ahead (past the reach
+        // of a NAK).
         let e = Psn::new(0);
         assert_eq!(s.rc(Psn::new(1 << 23), e), Sequence::Duplicate);
         assert_eq!(
             s.rc(Psn::new((1 << 23) - 1), e),
-            Sequence::Ahead { nak: true }
+            Sequence::Ahead { nak: false }
         );
     }
 
