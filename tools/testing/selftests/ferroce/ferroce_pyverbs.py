@@ -69,7 +69,7 @@ def gid_index(ctx, addr):
 
 
 def connect(qp, addr, sgid_index, dest_qpn, timeout=10, max_dest_rd_atomic=1, rnr_retry=1,
-            min_rnr_timer=1, max_rd_atomic=1):
+            min_rnr_timer=1, max_rd_atomic=1, retry_cnt=1):
     """INIT -> RTS toward `dest_qpn` at IPv4 `addr`; both directions start at RQ_PSN."""
     qa = QPAttr(port_num=1)
     qa.path_mtu = e.IBV_MTU_1024
@@ -83,7 +83,7 @@ def connect(qp, addr, sgid_index, dest_qpn, timeout=10, max_dest_rd_atomic=1, rn
     qa = QPAttr(port_num=1)
     qa.sq_psn = RQ_PSN
     qa.timeout = timeout
-    qa.retry_cnt = 1
+    qa.retry_cnt = retry_cnt
     qa.rnr_retry = rnr_retry
     qa.max_rd_atomic = max_rd_atomic
     qp.to_rts(qa)

@@ -385,6 +385,63 @@ class ForgedResponses(Injecting, unittest.TestCase):
         self.inject("rc_read_response", ("rcvd_drop_bad_psn",), psn=RQ_PSN, length=8)
         self.completes_with_the_true_ack()
 
+    def test_a_sequence_nak_for_a_resend_under_way_is_ignored(self):
+        # A responder NAKs a gap once, until the request it expects arrives: a second NAK for
+        # the PSN the requester went back to asks for what is on its way again (or was forged,
+        # to have all in flight sent twice). It neither sends again nor spends a retry.
+        with roce_inject.Capture(PEER_NS, ADDR) as cap:
+            self.inject("rc_ack", ("rcvd_seq_err",), psn=RQ_PSN, syndrome=0x60)
+            got = cap.packets(lambda got: len(got) > 1, 1)
+        self.assertEqual([(op, psn) for op, psn, _ in got], [(roce_inject.RC_SEND_ONLY, RQ_PSN)],
+                         "the NAK sent the SEND again")
+        for _ in range(3):
+            with roce_inject.Capture(PEER_NS, ADDR) as cap:
+                self.inject("rc_ack", ("rcvd_seq_err",), psn=RQ_PSN, syndrome=0x60)
+                self.assertEqual(cap.packets(lambda got: bool(got), 1), [],
+                                 "a NAK for the resend under way sent it again")
+        # One retry (retry_cnt 1) was spent, and no more: the SEND still waits for its ACK.
+        self.completes_with_the_true_ack()
+
+    def test_a_sequence_nak_that_answers_nothing_spends_a_retry(self):
+        # An attempt without progress, as a timeout is: with retry_cnt 0 the SEND fails at once
+        # (the ACK timeout is 69 s), as it does in the C rxe.
+        self.reconnect(timeout=24, retry_cnt=0)
+        before = counters(DEV)["retry_exceeded_err"]
+        self.inject("rc_ack", ("rcvd_seq_err",), psn=RQ_PSN, syndrome=0x60)
+        wcs = poll(self.ep.cq, 1, seconds=2)
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_RETRY_EXC_ERR)])
+        self.assertEqual(counters(DEV)["retry_exceeded_err"] - before, 1)
+
+    def reconnect(self, **kw):
+        """A fresh QP with the SEND outstanding, connected with KW."""
+        self.ep.close()
+        self.ep = Endpoint(DEV, ADDR)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, **kw)
+        mr = self.ep.mr
+        self.ep.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
+                                    sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+
+    def test_a_sequence_nak_during_an_rnr_wait_spends_no_retry(self):
+        # The requester goes back after the RNR NAK's delay already; the requests it sent after
+        # the refused one draw a sequence NAK for it, which says nothing new (retry_cnt 0).
+        self.reconnect(timeout=24, retry_cnt=0)
+        self.inject("rc_ack", ("rcvd_rnr_err",), psn=RQ_PSN, syndrome=0x20)  # 655 ms
+        self.inject("rc_ack", ("rcvd_seq_err",), psn=RQ_PSN, syndrome=0x60)
+        self.completes_with_the_true_ack()
+
+    def test_a_sequence_nak_that_spends_a_retry_starts_the_timeout_over(self):
+        # The ACK timeout runs from the resend, not from the first send: with retry_cnt 1 the
+        # NAK's resend gets a whole timeout (1.07 s) before the last retry is found spent.
+        self.reconnect(timeout=18, retry_cnt=1)
+        time.sleep(0.7)
+        naked = time.monotonic()
+        self.inject("rc_ack", ("rcvd_seq_err",), psn=RQ_PSN, syndrome=0x60)
+        wcs = poll(self.ep.cq, 1, seconds=5)
+        waited = time.monotonic() - naked
+        self.assertEqual([(w.wr_id, w.status) for w in wcs], [(9, e.IBV_WC_RETRY_EXC_ERR)])
+        # From the first send it would end about 0.37 s after the NAK.
+        self.assertGreater(waited, 0.75, "the timeout ran from the first send")
+
     def test_a_nak_fails_the_wqe_it_names(self):
         self.inject("rc_ack", ("req_remote_access_errors",), psn=RQ_PSN, syndrome=0x62)
         wcs = poll(self.ep.cq, 1)

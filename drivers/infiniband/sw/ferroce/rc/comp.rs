@@ -92,7 +92,7 @@ pub(crate) fn on_timer(cx: &mut QpCtx<'_>) {
             return;
         }
     } else {
-        if !cx.inner.req.retries.timeout() {
+        if !cx.inner.req.retries.retry() {
             counters.inc(Counter::RetryExceededErr);
             fail_front(cx.inner, WcStatus::RetryExcErr);
             complete(cx);
@@ -211,6 +211,11 @@ pub(crate) fn on_response(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<(), Qp
             cx.inner.req.drop_waits = 0;
             cx.inner.req.drop_until = None;
         }
+        // The resend a sequence NAK asked for is answered (or, landing a READ's data, shown
+        // under way): the next NAK is news again.
+        if !nak {
+            cx.inner.req.nak_resending = false;
+        }
         touch_ack(cx);
     }
     complete(cx);
@@ -250,6 +255,7 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
         Place::Current => {}
     }
     let req = &mut cx.inner.req;
+    let mut restart = false;
     match syndrome {
         Syndrome::Ack => req.win.ack(&mut req.flight, psn),
         Syndrome::RnrNak { timer } => {
@@ -261,6 +267,25 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
         }
         Syndrome::Nak(Nak::PsnSequence) => {
             counters.inc(Counter::RcvdSeqErr);
+            // After an RNR NAK or a local drop the requester goes back already, and the
+            // requests it sent after that one draw this NAK: it spends nothing.
+            let waiting = req.rnr_wait || req.drop_until.is_some();
+            // One that answers nothing new is an attempt without progress, as a timeout is:
+            // it spends a retry, and the ACK timeout starts over from the resend. Only the
+            // first since the last progress: a responder NAKs a gap once, until the request
+            // it expects arrives, so a second one for `una` asks again for what is on its way.
+            if psn == req.win.una() && !waiting {
+                if req.nak_resending {
+                    return Ok(false);
+                }
+                if !req.retries.retry() {
+                    counters.inc(Counter::RetryExceededErr);
+                    fail_front(cx.inner, WcStatus::RetryExcErr);
+                    return Ok(false);
+                }
+                restart = true;
+            }
+            req.nak_resending = !waiting;
             req.win.nak(&mut req.flight, psn);
             req.win.lost(psn);
         }
@@ -275,6 +300,9 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
                 req.stopped = true;
             }
         }
+    }
+    if restart {
+        touch_ack(cx);
     }
     Ok(false)
 }

@@ -130,6 +130,9 @@ pub(crate) struct Requester {
     pub(crate) retries: Retries,
     /// The timer runs for an RNR NAK, not for a missing ACK.
     pub(crate) rnr_wait: bool,
+    /// A sequence NAK sent the requester back to `una`, and no answer moved it since: another
+    /// NAK for `una` asks for what is on its way again, and is ignored (see `comp::on_ack`).
+    pub(crate) nak_resending: bool,
     /// The stack dropped a request as it was queued: nothing goes out until an answer shows
     /// the queue moving, or this time comes (see [`on_local_drop`]). The ACK timeout runs on.
     pub(crate) drop_until: Option<Instant<Monotonic>>,
@@ -153,6 +156,7 @@ impl Requester {
         self.held = false;
         self.streaming = false;
         self.rnr_wait = false;
+        self.nak_resending = false;
         self.drop_until = None;
         self.drop_waits = 0;
         self.due = None;
