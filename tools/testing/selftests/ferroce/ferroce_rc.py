@@ -319,8 +319,12 @@ class ForgedResponses(Injecting, unittest.TestCase):
 
     def setUp(self):
         # A long ACK timeout (69 s): nothing is sent again during the test.
+        self.open(timeout=24)
+
+    def open(self, **kw):
+        """An RC QP connected with KW, its SEND outstanding."""
         self.ep = Endpoint(DEV, ADDR)
-        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, timeout=24)
+        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, **kw)
         mr = self.ep.mr
         self.ep.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
                                     sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
@@ -413,13 +417,9 @@ class ForgedResponses(Injecting, unittest.TestCase):
         self.assertEqual(counters(DEV)["retry_exceeded_err"] - before, 1)
 
     def reconnect(self, **kw):
-        """A fresh QP with the SEND outstanding, connected with KW."""
+        """setUp's QP again, connected with KW instead."""
         self.ep.close()
-        self.ep = Endpoint(DEV, ADDR)
-        connect(self.ep.qp, PEER_ADDR, self.ep.gid_index, FAKE_PEER_QPN, **kw)
-        mr = self.ep.mr
-        self.ep.qp.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
-                                    sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED))
+        self.open(**kw)
 
     def test_a_sequence_nak_during_an_rnr_wait_spends_no_retry(self):
         # The requester goes back after the RNR NAK's delay already; the requests it sent after

@@ -269,7 +269,7 @@ fn on_ack(cx: &mut QpCtx<'_>, pkt: &Packet<'_>) -> Result<bool, QpDrop> {
             counters.inc(Counter::RcvdSeqErr);
             // After an RNR NAK or a local drop the requester goes back already, and the
             // requests it sent after that one draw this NAK: it spends nothing.
-            let waiting = req.rnr_wait || req.drop_until.is_some();
+            let waiting = req.waits();
             // One that answers nothing new is an attempt without progress, as a timeout is:
             // it spends a retry, and the ACK timeout starts over from the resend. Only the
             // first since the last progress: a responder NAKs a gap once, until the request

@@ -163,6 +163,12 @@ impl Requester {
         self.put_off = false;
     }
 
+    /// Whether the requester waits to go back: an RNR NAK's delay, or the wait after a local
+    /// drop, runs (the timer sends again after it).
+    pub(crate) fn waits(&self) -> bool {
+        self.rnr_wait || self.drop_until.is_some()
+    }
+
     /// Whether a READ in flight wants to ask again for responses it is missing.
     pub(crate) fn asks(&self) -> bool {
         self.flight.iter().any(|s| s.entry.asking())
@@ -439,7 +445,7 @@ pub(crate) fn pump(cx: &mut QpCtx<'_>) -> bool {
     let mut more = false;
     // After an RNR NAK nothing goes out before its delay ends, after a local drop nothing
     // before the queue had time to drain (the timer then sends again).
-    let waits = cx.inner.req.rnr_wait || cx.inner.req.drop_until.is_some();
+    let waits = cx.inner.req.waits();
     if (cx.inner.req.win.unsent() || asks) && !waits {
         more = cx
             .with_peer(|cx, xmit| {
